@@ -1,0 +1,110 @@
+#include "core/backward_solver.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace sinkgrad {
+namespace {
+
+template <class Real>
+void check_same_shape(const char* what, BatchView<const Real> view, BatchView<const Real> ref) {
+  if (view.batch != ref.batch || view.n != ref.n)
+    throw Error(std::string(what) + " has shape (" + std::to_string(view.batch) + ", " +
+                std::to_string(view.n) + ", " + std::to_string(view.n) + "), expected (" +
+                std::to_string(ref.batch) + ", " + std::to_string(ref.n) + ", " +
+                std::to_string(ref.n) + ")");
+}
+
+template <class Real>
+bool all_in(MemorySpace space, const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
+  return p.forward_output.space == space && p.grad_output.space == space &&
+         (p.logits.data == nullptr || p.logits.space == space) && r.grad_logits.space == space;
+}
+
+}  // namespace
+
+bool SolverInfo::supports(Device device) const {
+  return std::find(devices.begin(), devices.end(), device) != devices.end();
+}
+
+bool SolverInfo::supports(Precision precision) const {
+  return std::find(precisions.begin(), precisions.end(), precision) != precisions.end();
+}
+
+BackwardSolver::BackwardSolver(SolverInfo info, OptionValues options)
+    : info_(std::move(info)), options_(std::move(options)) {}
+
+int BackwardSolver::history_length(int /*n*/, Precision /*precision*/) const {
+  return 0;
+}
+
+void BackwardSolver::solve(const BackwardProblem<float>& problem,
+                           const BackwardResult<float>& result, Device device) const {
+  checked_solve(problem, result, device);
+}
+
+void BackwardSolver::solve(const BackwardProblem<double>& problem,
+                           const BackwardResult<double>& result, Device device) const {
+  checked_solve(problem, result, device);
+}
+
+void BackwardSolver::solve_cuda(const BackwardProblem<float>&, const BackwardResult<float>&) const {
+  throw Error("solver '" + name() + "' has no CUDA variant");
+}
+
+void BackwardSolver::solve_cuda(const BackwardProblem<double>&,
+                                const BackwardResult<double>&) const {
+  throw Error("solver '" + name() + "' has no CUDA variant");
+}
+
+template <class Real>
+void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
+                                   const BackwardResult<Real>& result, Device device) const {
+  const Precision precision = precision_of<Real>();
+  if (!info_.supports(precision))
+    throw Error("solver '" + name() + "' does not support " + std::string(to_string(precision)));
+  if (!info_.supports(device))
+    throw Error("solver '" + name() + "' does not run on " + std::string(to_string(device)));
+  if (problem.forward_iterations < 1)
+    throw Error("the forward iteration count T must be >= 1, got " +
+                std::to_string(problem.forward_iterations));
+  const BatchView<const Real> ref = problem.forward_output;
+  if (ref.n < 1 || ref.batch < 0) throw Error("forward_output must hold B >= 0 matrices, n >= 1");
+  check_same_shape("grad_output", problem.grad_output, ref);
+  check_same_shape("grad_logits", BatchView<const Real>(result.grad_logits), ref);
+  if (problem.logits.data != nullptr || problem.logits.batch != 0)
+    check_same_shape("logits", problem.logits, ref);
+  if (ref.batch == 0) return;
+  if (problem.forward_output.data == nullptr || problem.grad_output.data == nullptr ||
+      result.grad_logits.data == nullptr || result.status == nullptr ||
+      result.iterations == nullptr)
+    throw Error("forward_output, grad_output, grad_logits, status and iterations are required");
+  if (result.residual_history != nullptr &&
+      result.history_stride < history_length(ref.n, precision))
+    throw Error("residual_history rows need " + std::to_string(history_length(ref.n, precision)) +
+                " entries for n = " + std::to_string(ref.n));
+
+  if (info_.needs_logits && problem.logits.data == nullptr)
+    throw Error("solver '" + name() + "' replays the forward and needs the logits");
+
+  if (device == Device::cpu) {
+    if (!all_in(MemorySpace::host, problem, result))
+      throw Error("a solve on the cpu needs every batch in host memory");
+    solve_cpu(problem, result);
+    return;
+  }
+  if (!all_in(MemorySpace::device, problem, result))
+    throw Error(
+        "a solve on cuda needs every batch in device memory (host batches are staged by "
+        "the caller)");
+  solve_cuda(problem, result);
+}
+
+template void BackwardSolver::checked_solve(const BackwardProblem<float>&,
+                                            const BackwardResult<float>&, Device) const;
+template void BackwardSolver::checked_solve(const BackwardProblem<double>&,
+                                            const BackwardResult<double>&, Device) const;
+
+}  // namespace sinkgrad

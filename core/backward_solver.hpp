@@ -1,0 +1,65 @@
+#pragma once
+// The abstract backward solver: given R, G = dL/dR (and M, T for replaying solvers), write
+// dL/dM with a status and an iteration count per matrix.
+
+#include <string>
+#include <vector>
+
+#include "core/backward_problem.hpp"
+#include "core/solver_options.hpp"
+#include "core/types.hpp"
+
+namespace sinkgrad {
+
+struct SolverInfo {
+  std::string name;
+  std::string description;
+  std::vector<Device> devices;
+  std::vector<Precision> precisions;
+  std::vector<OptionSpec> options;
+  bool needs_logits = false;  // replays the forward from M (otherwise R and G suffice)
+
+  bool supports(Device device) const;
+  bool supports(Precision precision) const;
+};
+
+class BackwardSolver {
+ public:
+  BackwardSolver(SolverInfo info, OptionValues options);
+  virtual ~BackwardSolver() = default;
+  BackwardSolver(const BackwardSolver&) = delete;
+  BackwardSolver& operator=(const BackwardSolver&) = delete;
+
+  const SolverInfo& info() const { return info_; }
+  const std::string& name() const { return info_.name; }
+  const OptionValues& options() const { return options_; }
+
+  // Entries of residual history per matrix for size n (0 for a solver that does not iterate).
+  virtual int history_length(int n, Precision precision) const;
+
+  // Checks shapes, T and device support (throws Error), then solves. On Device::cpu every view
+  // must be host memory; on Device::cuda the views may be all host memory (staged to the GPU
+  // and back) or all device memory.
+  void solve(const BackwardProblem<float>& problem, const BackwardResult<float>& result,
+             Device device = Device::cpu) const;
+  void solve(const BackwardProblem<double>& problem, const BackwardResult<double>& result,
+             Device device = Device::cpu) const;
+
+ protected:
+  // Host memory in, host memory out.
+  virtual void solve_cpu(const BackwardProblem<float>&, const BackwardResult<float>&) const = 0;
+  virtual void solve_cpu(const BackwardProblem<double>&, const BackwardResult<double>&) const = 0;
+  // Device memory in, device memory out. The default throws: solver has no CUDA variant.
+  virtual void solve_cuda(const BackwardProblem<float>&, const BackwardResult<float>&) const;
+  virtual void solve_cuda(const BackwardProblem<double>&, const BackwardResult<double>&) const;
+
+ private:
+  template <class Real>
+  void checked_solve(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                     Device device) const;
+
+  SolverInfo info_;
+  OptionValues options_;
+};
+
+}  // namespace sinkgrad

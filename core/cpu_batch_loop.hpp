@@ -1,0 +1,31 @@
+#pragma once
+// The CPU batch driver: runs a per-matrix solve over the batch in parallel (OpenMP), with one
+// workspace per thread, and stores each matrix's status and iteration count.
+
+#include <cstddef>
+#include <vector>
+
+#include "core/backward_problem.hpp"
+
+namespace sinkgrad {
+
+// per_matrix(b, work, history) -> MatrixOutcome; history is null unless recording.
+template <class Real, class PerMatrix>
+void solve_each_matrix_on_cpu(const BackwardResult<Real>& result, index_t batch,
+                              std::size_t workspace, PerMatrix per_matrix) {
+#pragma omp parallel
+  {
+    std::vector<Real> work(workspace);
+#pragma omp for schedule(static)
+    for (index_t b = 0; b < batch; ++b) {
+      Real* history = result.residual_history != nullptr
+                          ? result.residual_history + b * result.history_stride
+                          : nullptr;
+      const MatrixOutcome outcome = per_matrix(b, work.data(), history);
+      result.status[b] = outcome.status;
+      result.iterations[b] = outcome.iterations;
+    }
+  }
+}
+
+}  // namespace sinkgrad

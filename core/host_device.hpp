@@ -1,0 +1,71 @@
+#pragma once
+// Marks functions that are compiled for both the CPU and the GPU, so that the per-matrix
+// mathematics exists once and the CPU and CUDA variants cannot drift apart.
+
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define SINKGRAD_HD __host__ __device__ __forceinline__
+#else
+#define SINKGRAD_HD inline
+#endif
+
+namespace sinkgrad::math {
+
+// Overloads that resolve to the same libm / CUDA math functions on host and device.
+SINKGRAD_HD float exp_of(float x) {
+  return ::expf(x);
+}
+SINKGRAD_HD double exp_of(double x) {
+  return ::exp(x);
+}
+SINKGRAD_HD float log_of(float x) {
+  return ::logf(x);
+}
+SINKGRAD_HD double log_of(double x) {
+  return ::log(x);
+}
+SINKGRAD_HD float sqrt_of(float x) {
+  return ::sqrtf(x);
+}
+SINKGRAD_HD double sqrt_of(double x) {
+  return ::sqrt(x);
+}
+SINKGRAD_HD float abs_of(float x) {
+  return ::fabsf(x);
+}
+SINKGRAD_HD double abs_of(double x) {
+  return ::fabs(x);
+}
+
+template <class Real>
+SINKGRAD_HD bool is_finite(Real x) {
+#if defined(__CUDA_ARCH__)
+  return ::isfinite(x);
+#else
+  return std::isfinite(x);
+#endif
+}
+
+template <class Real>
+SINKGRAD_HD Real max_of(Real a, Real b) {
+  return a > b ? a : b;
+}
+
+template <class Real>
+SINKGRAD_HD Real quiet_nan() {
+  return Real(0) / Real(0);  // std::numeric_limits is not usable in device code
+}
+
+template <class Real>
+struct Epsilon;
+template <>
+struct Epsilon<float> {
+  static constexpr float value = 1.1920928955078125e-07f;
+};
+template <>
+struct Epsilon<double> {
+  static constexpr double value = 2.220446049250313e-16;
+};
+
+}  // namespace sinkgrad::math

@@ -1,0 +1,52 @@
+#include "core/solver_registry.hpp"
+
+#include "core/error.hpp"
+
+namespace sinkgrad {
+
+SolverRegistry& SolverRegistry::global() {
+  static SolverRegistry* registry = [] {
+    auto* r = new SolverRegistry;  // never destroyed: plugins may hold factories until exit
+    register_builtin_solvers(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void SolverRegistry::add(SolverInfo info, Factory factory) {
+  if (info.name.empty()) throw Error("a solver needs a name");
+  if (entries_.count(info.name) != 0)
+    throw Error("a solver named '" + info.name + "' is already registered");
+  if (!factory) throw Error("solver '" + info.name + "' has no factory");
+  std::string name = info.name;
+  entries_.emplace(std::move(name), Entry{std::move(info), std::move(factory)});
+}
+
+bool SolverRegistry::contains(const std::string& name) const {
+  return entries_.count(name) != 0;
+}
+
+const SolverInfo& SolverRegistry::info(const std::string& name) const {
+  const auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    std::string known;
+    for (const auto& [key, entry] : entries_) known += (known.empty() ? "" : ", ") + key;
+    throw Error("unknown solver '" + name + "' (available: " + known + ")");
+  }
+  return it->second.info;
+}
+
+std::vector<std::string> SolverRegistry::names() const {
+  std::vector<std::string> result;
+  for (const auto& [key, entry] : entries_) result.push_back(key);
+  return result;
+}
+
+std::unique_ptr<BackwardSolver> SolverRegistry::create(
+    const std::string& name, const std::map<std::string, std::string>& options) const {
+  const SolverInfo& solver_info = info(name);
+  const OptionValues values = OptionValues::resolve(name, solver_info.options, options);
+  return entries_.at(name).factory(values);
+}
+
+}  // namespace sinkgrad

@@ -1,0 +1,44 @@
+#pragma once
+// Creates solvers by name with key=value options (PETSc's KSPRegister / -ksp_type in small).
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backward_solver.hpp"
+
+namespace sinkgrad {
+
+class SolverRegistry {
+ public:
+  using Factory = std::function<std::unique_ptr<BackwardSolver>(const OptionValues&)>;
+
+  // The process-wide registry, holding the built-in solvers from first use on.
+  static SolverRegistry& global();
+
+  // Throws Error when the name is taken or empty.
+  void add(SolverInfo info, Factory factory);
+
+  bool contains(const std::string& name) const;
+  const SolverInfo& info(const std::string& name) const;  // throws for an unknown name
+  std::vector<std::string> names() const;                 // sorted
+
+  // Validates the options against the solver's specs; unknown names and options are rejected
+  // with a message listing what exists.
+  std::unique_ptr<BackwardSolver> create(
+      const std::string& name, const std::map<std::string, std::string>& options = {}) const;
+
+ private:
+  struct Entry {
+    SolverInfo info;
+    Factory factory;
+  };
+  std::map<std::string, Entry> entries_;
+};
+
+// Adds unrolled, cg_plain, cg_corrected and direct (solvers/builtin_solvers.cpp).
+void register_builtin_solvers(SolverRegistry& registry);
+
+}  // namespace sinkgrad

@@ -1,0 +1,32 @@
+#pragma once
+// Per-matrix outcome of a backward solve, stored as int32 in results and HDF5 files.
+// One bad matrix never spoils its neighbours: each matrix carries its own status.
+
+#include <cstdint>
+#include <string_view>
+
+namespace sinkgrad {
+
+enum class SolveStatus : std::int32_t {
+  ok = 0,             // converged (iterative) or solved (direct / unrolled)
+  not_converged = 1,  // CG reached max_iterations above tolerance; the last iterate is written
+  breakdown = 2,      // CG breakdown (p^T A p = 0 or non-finite) or a singular factorisation
+  invalid_input = 3,  // NaN/Inf in the inputs, negative R, or a zero row or column of R
+};
+
+inline constexpr int status_count = 4;
+
+std::string_view to_string(SolveStatus status);
+std::string_view describe(SolveStatus status);
+
+}  // namespace sinkgrad
+
+namespace sinkgrad {
+
+// What one per-matrix solve reports back to its batch driver.
+struct MatrixOutcome {
+  SolveStatus status = SolveStatus::ok;
+  int iterations = 0;
+};
+
+}  // namespace sinkgrad

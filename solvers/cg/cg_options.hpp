@@ -1,0 +1,40 @@
+#pragma once
+// The options every CG solver shares, and their resolution for a given n and precision.
+
+#include <vector>
+
+#include "core/solver_options.hpp"
+#include "solvers/cg/cg_math.hpp"
+
+namespace sinkgrad {
+
+// "auto" tolerance: relative residual a CG in that precision reliably reaches.
+template <class Real>
+constexpr Real auto_cg_tolerance() {
+  return sizeof(Real) == 4 ? Real(1e-5) : Real(1e-12);
+}
+
+inline std::vector<OptionSpec> cg_option_specs(const char* auto_iterations_text) {
+  return {
+      OptionSpec::integer("max_iterations", "auto",
+                          std::string("CG iterations at most (auto: ") + auto_iterations_text + ")",
+                          1, true),
+      OptionSpec::real("tolerance", "auto",
+                       "stop when ||r|| <= tolerance * ||b|| (auto: 1e-5 in float32, 1e-12 in "
+                       "float64)",
+                       0, true),
+  };
+}
+
+template <class Real>
+math::CgSettings<Real> cg_settings(const OptionValues& options, int auto_iterations) {
+  math::CgSettings<Real> settings{};
+  settings.max_iterations = options.is_auto("max_iterations")
+                                ? auto_iterations
+                                : static_cast<int>(options.integer("max_iterations"));
+  settings.tolerance = options.is_auto("tolerance") ? auto_cg_tolerance<Real>()
+                                                    : static_cast<Real>(options.real("tolerance"));
+  return settings;
+}
+
+}  // namespace sinkgrad

@@ -1,0 +1,65 @@
+// `cg_corrected`: implicit gradient of the corrected system built from the actual marginals,
+// by CG (solvers/cg_corrected/cg_corrected_math.hpp).
+
+#include "core/cpu_batch_loop.hpp"
+#include "core/solver_registry.hpp"
+#include "solvers/builtin_solvers.hpp"
+#include "solvers/cg/cg_options.hpp"
+#include "solvers/cg_corrected/cg_corrected_math.hpp"
+#include "solvers/common/solver_variants.hpp"
+#if defined(SINKGRAD_WITH_CUDA)
+#include "kernels/backward_kernels.hpp"
+#endif
+
+namespace sinkgrad {
+namespace {
+
+class CgCorrectedSolver : public SolverVariants<CgCorrectedSolver> {
+ public:
+  using SolverVariants::SolverVariants;
+
+  // auto: 2n; n - 1 suffice in exact arithmetic, the rest absorbs rounding.
+  static int auto_iterations(int n) { return 2 * n; }
+
+  int history_length(int n, Precision precision) const override {
+    return (precision == Precision::float32
+                ? cg_settings<float>(options(), auto_iterations(n)).max_iterations
+                : cg_settings<double>(options(), auto_iterations(n)).max_iterations) +
+           1;
+  }
+
+  template <class Real>
+  void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    const int n = problem.grad_output.n;
+    const auto settings = cg_settings<Real>(options(), auto_iterations(n));
+    const auto workspace = static_cast<std::size_t>(math::cg_corrected_workspace(n));
+    solve_each_matrix_on_cpu(result, problem.grad_output.batch, workspace,
+                             [&](index_t b, Real* work, Real* history) {
+                               return math::cg_corrected_matrix(
+                                   problem.forward_output.matrix(b), problem.grad_output.matrix(b),
+                                   result.grad_logits.matrix(b), n, settings, work, history);
+                             });
+  }
+
+#if defined(SINKGRAD_WITH_CUDA)
+  template <class Real>
+  void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    cuda::cg_corrected(problem, result,
+                       cg_settings<Real>(options(), auto_iterations(problem.grad_output.n)));
+  }
+#endif
+};
+
+}  // namespace
+
+void register_cg_corrected(SolverRegistry& registry) {
+  SolverInfo info{"cg_corrected",
+                  "implicit gradient of the corrected system (diag(c) - R^T diag(r)^-1 R) beta = "
+                  "s_c - R^T diag(r)^-1 s_r with the actual marginals, by conjugate gradients",
+                  builtin_devices(), both_precisions(), cg_option_specs("2n")};
+  registry.add(info, [info](const OptionValues& values) {
+    return std::make_unique<CgCorrectedSolver>(info, values);
+  });
+}
+
+}  // namespace sinkgrad

@@ -1,0 +1,76 @@
+// `cg_plain`: implicit gradient assuming r = c = 1, by CG on the n x n Schur complement or on
+// the 2n block system (solvers/cg_plain/cg_plain_math.hpp).
+
+#include "core/cpu_batch_loop.hpp"
+#include "core/solver_registry.hpp"
+#include "solvers/builtin_solvers.hpp"
+#include "solvers/cg/cg_options.hpp"
+#include "solvers/cg_plain/cg_plain_math.hpp"
+#include "solvers/common/solver_variants.hpp"
+#if defined(SINKGRAD_WITH_CUDA)
+#include "kernels/backward_kernels.hpp"
+#endif
+
+namespace sinkgrad {
+namespace {
+
+class CgPlainSolver : public SolverVariants<CgPlainSolver> {
+ public:
+  CgPlainSolver(SolverInfo info, OptionValues options)
+      : SolverVariants(std::move(info), std::move(options)),
+        system_(this->options().text("system") == "block" ? math::PlainSystem::block
+                                                          : math::PlainSystem::schur) {}
+
+  // auto: twice the system size, room for CG's loss of orthogonality in floating point.
+  int auto_iterations(int n) const { return system_ == math::PlainSystem::schur ? 2 * n : 4 * n; }
+
+  int history_length(int n, Precision precision) const override {
+    return (precision == Precision::float32
+                ? cg_settings<float>(options(), auto_iterations(n)).max_iterations
+                : cg_settings<double>(options(), auto_iterations(n)).max_iterations) +
+           1;
+  }
+
+  template <class Real>
+  void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    const int n = problem.grad_output.n;
+    const auto settings = cg_settings<Real>(options(), auto_iterations(n));
+    const auto workspace = static_cast<std::size_t>(math::cg_plain_workspace(n, system_));
+    solve_each_matrix_on_cpu(
+        result, problem.grad_output.batch, workspace, [&](index_t b, Real* work, Real* history) {
+          return math::cg_plain_matrix(problem.forward_output.matrix(b),
+                                       problem.grad_output.matrix(b), result.grad_logits.matrix(b),
+                                       n, system_, settings, work, history);
+        });
+  }
+
+#if defined(SINKGRAD_WITH_CUDA)
+  template <class Real>
+  void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    cuda::cg_plain(problem, result, system_,
+                   cg_settings<Real>(options(), auto_iterations(problem.grad_output.n)));
+  }
+#endif
+
+ private:
+  math::PlainSystem system_;
+};
+
+}  // namespace
+
+void register_cg_plain(SolverRegistry& registry) {
+  auto options = cg_option_specs("2n for schur, 4n for block");
+  options.insert(options.begin(),
+                 OptionSpec::choice("system", {"schur", "block"},
+                                    "schur: (I - R^T R) beta = s_c - R^T s_r (size n); block: "
+                                    "[I R; R^T I][alpha; beta] = [s_r; s_c] (size 2n)"));
+  SolverInfo info{"cg_plain",
+                  "implicit gradient assuming r = c = 1 (exact only at a converged forward), by "
+                  "conjugate gradients",
+                  builtin_devices(), both_precisions(), options};
+  registry.add(info, [info](const OptionValues& values) {
+    return std::make_unique<CgPlainSolver>(info, values);
+  });
+}
+
+}  // namespace sinkgrad

@@ -1,0 +1,144 @@
+// `direct`: the plain or corrected Schur-complement system solved by a dense factorisation
+// (Eigen), with the singularity handled explicitly:
+//   corrected: S 1 = 0 exactly and the right-hand side is orthogonal to 1, so
+//              (S + (1/n) 1 1^T) beta = b has the solution with 1^T beta = 0 and is positive
+//              definite when R has no zero block; Cholesky, refused when its reciprocal
+//              condition estimate is below 10 n eps (the gradient could not be trusted).
+//   plain:     S = I - R^T R is indefinite and non-singular when the forward has not converged
+//              and singular (null vector 1) when it has; beta = S^+ b through a symmetric
+//              eigendecomposition, eigenvalues below n eps max|lambda| treated as zero. This is
+//              the solution CG on the plain system approaches; a numerical rank below n - 1
+//              (R with a block structure) is reported as breakdown.
+
+#include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
+
+#include "core/cpu_batch_loop.hpp"
+#include "core/solver_registry.hpp"
+#include "solvers/builtin_solvers.hpp"
+#include "solvers/common/solver_variants.hpp"
+#if defined(SINKGRAD_WITH_CUDA)
+#include "kernels/backward_kernels.hpp"
+#endif
+#include "solvers/direct/schur_matrix.hpp"
+
+namespace sinkgrad {
+namespace {
+
+using math::SchurSystem;
+
+// Per-thread factorisation objects, sized once and reused for every matrix.
+template <class Real>
+struct DenseWorkspace {
+  using Matrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Vector = Eigen::Matrix<Real, Eigen::Dynamic, 1>;
+  explicit DenseWorkspace(int n)
+      : S(n, n), b(n), beta(n), alpha(n), tmp(n), marginals(4 * n), cholesky(n), eigen(n) {}
+  Matrix S;
+  Vector b, beta, alpha, tmp, marginals;
+  Eigen::LLT<Matrix> cholesky;
+  Eigen::SelfAdjointEigenSolver<Matrix> eigen;
+};
+
+template <class Real>
+bool solve_corrected(DenseWorkspace<Real>& w, int n) {
+  const Real eps = math::Epsilon<Real>::value;
+  w.S.array() += Real(1) / Real(n);
+  w.cholesky.compute(w.S);
+  if (w.cholesky.info() != Eigen::Success || !(w.cholesky.rcond() >= Real(10 * n) * eps))
+    return false;
+  w.beta = w.cholesky.solve(w.b);
+  return true;
+}
+
+template <class Real>
+bool solve_plain(DenseWorkspace<Real>& w, int n) {
+  const Real eps = math::Epsilon<Real>::value;
+  w.eigen.compute(w.S, Eigen::ComputeEigenvectors);
+  if (w.eigen.info() != Eigen::Success) return false;
+  const auto& lambda = w.eigen.eigenvalues();
+  const Real cutoff = Real(n) * eps * lambda.cwiseAbs().maxCoeff();
+  const auto& V = w.eigen.eigenvectors();
+  w.tmp.noalias() = V.transpose() * w.b;
+  int dropped = 0;
+  for (int k = 0; k < n; ++k) {
+    if (std::abs(lambda[k]) <= cutoff) {
+      w.tmp[k] = 0;
+      ++dropped;
+    } else {
+      w.tmp[k] /= lambda[k];
+    }
+  }
+  w.beta.noalias() = V * w.tmp;
+  return dropped <= 1;
+}
+
+template <class Real>
+MatrixOutcome direct_matrix(const Real* R, const Real* G, Real* grad, int n, SchurSystem system,
+                            DenseWorkspace<Real>& w) {
+  const auto m = math::marginals_in(w.marginals.data(), n);
+  if (!math::compute_marginals(R, G, n, m))
+    return math::fail_matrix(grad, n, SolveStatus::invalid_input);
+  math::schur_matrix(system, R, m, n, w.S.data());
+  math::schur_rhs(system, R, m, n, w.tmp.data(), w.b.data());
+  const bool solved = system == SchurSystem::corrected ? solve_corrected(w, n) : solve_plain(w, n);
+  if (!solved) return math::fail_matrix(grad, n, SolveStatus::breakdown);
+  math::schur_alpha(system, R, m, w.beta.data(), n, w.alpha.data());
+  math::assemble_gradient(R, G, w.alpha.data(), w.beta.data(), n, grad);
+  if (!math::all_finite(grad, n * n)) return math::fail_matrix(grad, n, SolveStatus::breakdown);
+  return {SolveStatus::ok, 0};
+}
+
+class DirectSolver : public SolverVariants<DirectSolver> {
+ public:
+  DirectSolver(SolverInfo info, OptionValues options)
+      : SolverVariants(std::move(info), std::move(options)),
+        system_(this->options().text("system") == "plain" ? SchurSystem::plain
+                                                          : SchurSystem::corrected) {}
+
+  template <class Real>
+  void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    const int n = problem.grad_output.n;
+    const index_t batch = problem.grad_output.batch;
+#pragma omp parallel
+    {
+      DenseWorkspace<Real> workspace(n);
+#pragma omp for schedule(static)
+      for (index_t b = 0; b < batch; ++b) {
+        const MatrixOutcome outcome =
+            direct_matrix(problem.forward_output.matrix(b), problem.grad_output.matrix(b),
+                          result.grad_logits.matrix(b), n, system_, workspace);
+        result.status[b] = outcome.status;
+        result.iterations[b] = outcome.iterations;
+      }
+    }
+  }
+
+#if defined(SINKGRAD_WITH_CUDA)
+  template <class Real>
+  void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    cuda::direct(problem, result, system_);
+  }
+#endif
+
+ private:
+  SchurSystem system_;
+};
+
+}  // namespace
+
+void register_direct(SolverRegistry& registry) {
+  SolverInfo info{
+      "direct",
+      "the plain or corrected Schur-complement system by a dense factorisation (corrected: "
+      "Cholesky of S + 11^T/n; plain: pseudo-inverse by symmetric eigendecomposition)",
+      builtin_devices(),
+      both_precisions(),
+      {OptionSpec::choice("system", {"corrected", "plain"},
+                          "corrected: actual marginals r, c; plain: assumes r = c = 1")}};
+  registry.add(info, [info](const OptionValues& values) {
+    return std::make_unique<DirectSolver>(info, values);
+  });
+}
+
+}  // namespace sinkgrad
