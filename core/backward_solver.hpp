@@ -37,9 +37,14 @@ class BackwardSolver {
   // Entries of residual history per matrix for size n (0 for a solver that does not iterate).
   virtual int history_length(int n, Precision precision) const;
 
-  // Checks shapes, T and device support (throws Error), then solves. On Device::cpu every view
-  // must be host memory; on Device::cuda the views may be all host memory (staged to the GPU
-  // and back) or all device memory.
+  // Checks shapes, T and device support (throws Error), then solves; returns when the result
+  // is written. Memory each device accepts (the views' MemorySpace, and status, iterations and
+  // residual_history alike):
+  //   Device::cpu:  every view in host memory.
+  //   Device::cuda: every view in device memory (used in place), or every view in host memory
+  //                 (copied to the GPU, solved there, the outputs copied back); no mix.
+  //                 Throws Error("no CUDA device: ...") when no GPU is usable, and Error with
+  //                 CUDA's message when a CUDA call or kernel fails.
   void solve(const BackwardProblem<float>& problem, const BackwardResult<float>& result,
              Device device = Device::cpu) const;
   void solve(const BackwardProblem<double>& problem, const BackwardResult<double>& result,

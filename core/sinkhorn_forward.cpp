@@ -3,6 +3,10 @@
 #include <vector>
 
 #include "core/forward_math.hpp"
+#if defined(SINKGRAD_WITH_CUDA)
+#include "kernels/backward_kernels.hpp"
+#include "kernels/device_memory.hpp"
+#endif
 
 namespace sinkgrad {
 
@@ -33,5 +37,47 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
 
 template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*);
 template index_t sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*);
+
+template <class Real>
+index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                         Real* column_violation, Device device) {
+  if (device == Device::cpu) return sinkhorn_forward(logits, iterations, R, column_violation);
+#if defined(SINKGRAD_WITH_CUDA)
+  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
+  if (logits.batch != R.batch || logits.n != R.n)
+    throw Error("forward: logits and R must have the same shape");
+  if (logits.space != R.space)
+    throw Error("forward on cuda needs logits and R both in host memory or both in device memory");
+  cuda::require_device();
+  if (logits.batch == 0) return 0;
+  cuda::DeviceBuffer counter(sizeof(unsigned long long));
+  cuda::fill_bytes(counter.data(), 0, counter.bytes());
+  auto* invalid = counter.as<unsigned long long>();
+  if (logits.space == MemorySpace::device) {
+    cuda::sinkhorn_forward(logits, iterations, R, column_violation, invalid);
+  } else {
+    const auto bytes = static_cast<std::size_t>(logits.size()) * sizeof(Real);
+    const auto cv_bytes = static_cast<std::size_t>(logits.batch) * sizeof(Real);
+    cuda::DeviceBuffer M(bytes), out(bytes), cv(column_violation != nullptr ? cv_bytes : 0);
+    cuda::copy_to_device(M.data(), logits.data, bytes);
+    cuda::sinkhorn_forward<Real>({M.as<const Real>(), logits.batch, logits.n, MemorySpace::device},
+                                 iterations, {out.as<Real>(), R.batch, R.n, MemorySpace::device},
+                                 cv.as<Real>(), invalid);
+    cuda::synchronize("the Sinkhorn forward on cuda");
+    cuda::copy_to_host(R.data, out.data(), bytes);
+    if (column_violation != nullptr) cuda::copy_to_host(column_violation, cv.data(), cv_bytes);
+  }
+  cuda::synchronize("the Sinkhorn forward on cuda");
+  unsigned long long count = 0;
+  cuda::copy_to_host(&count, invalid, sizeof(count));
+  return static_cast<index_t>(count);
+#else
+  (void)logits, (void)iterations, (void)R, (void)column_violation;
+  throw Error("this build of sinkgrad has no CUDA support (rebuild with nvcc and SINKGRAD_CUDA)");
+#endif
+}
+
+template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*, Device);
+template index_t sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*, Device);
 
 }  // namespace sinkgrad

@@ -2,14 +2,23 @@
 // Batched Sinkhorn forward (see forward_math.hpp for the convention and the log-domain form).
 
 #include "core/batch.hpp"
+#include "core/types.hpp"
 
 namespace sinkgrad {
 
 // R = Sinkhorn_T(exp(logits)) for every matrix; column_violation[b] = max_j |c_j - 1| (NaN for
 // a matrix whose logits are not finite; its R is NaN too). Returns the number of such matrices.
-// logits, R and column_violation must be host memory; see kernels/ for the CUDA variant.
+// logits, R and column_violation must be host memory; the overload below takes a Device.
 template <class Real>
 index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                          Real* column_violation);
+
+// The same on a chosen device. Device::cpu: everything in host memory. Device::cuda: logits, R
+// and column_violation (may be null) all in device memory (used in place), or all in host
+// memory (staged through the GPU); the views' MemorySpace says which. Returns when R is
+// written; throws Error("no CUDA device: ...") when no GPU is usable.
+template <class Real>
+index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                         Real* column_violation, Device device);
 
 }  // namespace sinkgrad

@@ -1,8 +1,13 @@
 #pragma once
-// Host-callable CUDA drivers of the forward and the built-in solvers. Every pointer is CUDA
-// device memory; each call launches on the default stream, checks every CUDA call and launch,
-// and throws sinkgrad::Error with the CUDA message on failure. Compiled only when the build
-// has CUDA (SINKGRAD_WITH_CUDA).
+// Host-callable CUDA drivers of the forward and the built-in solvers, in float and double, for
+// every n from 1 to 64 and any batch size (64-bit indices). Every pointer and view is CUDA
+// device memory. Each call launches on the legacy default stream and returns without waiting:
+// launch errors throw sinkgrad::Error at once, errors while the kernel runs surface at the
+// next checked synchronising call (cuda::synchronize; BackwardSolver::solve and the
+// device-aware sinkhorn_forward synchronise and check before they return). The per-matrix
+// mathematics is the host/device headers that the CPU variants run, one GPU thread per matrix
+// with its workspace in shared memory (kernels/per_matrix_launch.cuh). Compiled only when the
+// build has CUDA (SINKGRAD_WITH_CUDA).
 
 #include "core/backward_problem.hpp"
 #include "solvers/cg/cg_math.hpp"
@@ -10,10 +15,17 @@
 
 namespace sinkgrad::cuda {
 
+// R = Sinkhorn_T(exp(logits)); column_violation (B entries, may be null) as the CPU forward.
+// invalid_count (one device counter, may be null) is incremented once per matrix whose logits
+// are not all finite; the caller zeroes it.
 template <class Real>
 void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
-                      Real* column_violation);
+                      Real* column_violation, unsigned long long* invalid_count = nullptr);
 
+// The potentials of the replay live in shared memory: all 2nT of them when they fit, else
+// checkpoints and one recomputed segment (unrolled_math.hpp). Throws Error when T is so large
+// that even the smallest checkpointed workspace exceeds a block's shared memory (for n = 64
+// that is T above about 24,000 in float64).
 template <class Real>
 void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result);
 
@@ -25,6 +37,7 @@ template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                   math::CgSettings<Real> settings);
 
+// Dense factorisations of solvers/direct/dense_factorisation.hpp in place of Eigen.
 template <class Real>
 void direct(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
             math::SchurSystem system);

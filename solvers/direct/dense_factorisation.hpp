@@ -1,0 +1,177 @@
+#pragma once
+// Small dense symmetric factorisations for one n x n matrix (n <= 64), host and device: the
+// GPU variant of `direct` uses them where the CPU variant uses Eigen (direct_solver.cpp).
+// Matrices are row-major, n x n, in caller-owned workspace; nothing allocates.
+//
+// Same function as the Eigen path, by construction:
+//   - cholesky_factor: the unblocked left-looking LLT that Eigen's LLT<Lower> runs for n < 32
+//     (blocked, in panels of 8 to 16 columns, for larger n: same arithmetic, other order of the
+//     sums); a pivot that is not > 0 (or NaN) is a failure, as Eigen's NumericalIssue.
+//   - cholesky_rcond: Eigen's LLT::rcond(), i.e. 1 / (||A||_1 * est ||A^-1||_1) with Higham's
+//     estimator (Eigen's rcond_invmatrix_L1_norm_estimate, LAPACK xLACON), step for step.
+//   - jacobi_eigen: cyclic Jacobi rotations instead of Eigen's tridiagonalisation + implicit QR.
+//     Both are backward stable: eigenvalues agree to a few eps * max|lambda|, eigenvectors of
+//     well-separated eigenvalues to rounding. The pseudo-inverse built on it uses the same
+//     cutoff (n eps max|lambda|) and the same rank rule as the CPU, so a difference between the
+//     two variants can only arise for an eigenvalue within rounding of the cutoff (it changes
+//     the component of beta along a null vector, which the gradient does not see when that
+//     vector is 1).
+// Cost: Cholesky n^3/3, each of at most 11 solves n^2 for the estimate; Jacobi about
+// 6 sweeps of 4 n^3 (with eigenvectors) until the off-diagonal part is below eps ||A||_F.
+
+#include "core/forward_math.hpp"
+
+namespace sinkgrad::math {
+
+// In place: the lower triangle of A becomes L with A = L L^T (the upper triangle is not read
+// and not written). Returns false when a pivot is not positive (A not positive definite).
+template <class Real>
+SINKGRAD_HD bool cholesky_factor(Real* A, int n) {
+  for (int k = 0; k < n; ++k) {
+    Real pivot = A[k * n + k];
+    for (int j = 0; j < k; ++j) pivot -= A[k * n + j] * A[k * n + j];
+    if (!(pivot > Real(0))) return false;
+    pivot = sqrt_of(pivot);
+    A[k * n + k] = pivot;
+    for (int i = k + 1; i < n; ++i) {
+      Real sum = A[i * n + k];
+      for (int j = 0; j < k; ++j) sum -= A[i * n + j] * A[k * n + j];
+      A[i * n + k] = sum / pivot;
+    }
+  }
+  return true;
+}
+
+// x = (L L^T)^-1 x in place.
+template <class Real>
+SINKGRAD_HD void cholesky_solve(const Real* L, Real* x, int n) {
+  for (int i = 0; i < n; ++i) {
+    Real sum = x[i];
+    for (int j = 0; j < i; ++j) sum -= L[i * n + j] * x[j];
+    x[i] = sum / L[i * n + i];
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    Real sum = x[i];
+    for (int j = i + 1; j < n; ++j) sum -= L[j * n + i] * x[j];
+    x[i] = sum / L[i * n + i];
+  }
+}
+
+// ||A||_1 of a symmetric matrix given by its lower triangle (Eigen's LLT::m_l1_norm).
+template <class Real>
+SINKGRAD_HD Real symmetric_norm_1(const Real* A, int n) {
+  Real norm = 0;
+  for (int col = 0; col < n; ++col) {
+    Real sum = 0;
+    for (int i = col; i < n; ++i) sum += abs_of(A[i * n + col]);
+    for (int j = 0; j < col; ++j) sum += abs_of(A[col * n + j]);
+    if (sum > norm) norm = sum;
+  }
+  return norm;
+}
+
+template <class Real>
+SINKGRAD_HD Real norm_1(const Real* v, int n) {
+  Real sum = 0;
+  for (int k = 0; k < n; ++k) sum += abs_of(v[k]);
+  return sum;
+}
+
+// Reciprocal condition estimate of A = L L^T given ||A||_1: Eigen's rcond_estimate_helper with
+// rcond_invmatrix_L1_norm_estimate (Higham, Algorithms 4.1 and 5.1). work: 3n Reals.
+template <class Real>
+SINKGRAD_HD Real cholesky_rcond(const Real* L, Real matrix_norm, int n, Real* work) {
+  if (n == 0) return Real(1) / Real(0);
+  if (matrix_norm == Real(0)) return Real(0);
+  if (n == 1) return Real(1);
+  Real* v = work;
+  Real* sign = work + n;
+  Real* old_sign = work + 2 * n;
+  for (int i = 0; i < n; ++i) v[i] = Real(1) / Real(n);
+  cholesky_solve(L, v, n);
+  Real lower_bound = norm_1(v, n);
+  Real old_lower_bound = lower_bound;
+  int old_index = -1;
+  for (int k = 0; k < 4; ++k) {
+    bool same_sign = true;
+    for (int i = 0; i < n; ++i) {
+      sign[i] = v[i] < Real(0) ? Real(-1) : Real(1);
+      if (k == 0 || sign[i] != old_sign[i]) same_sign = false;
+    }
+    if (k > 0 && same_sign) break;
+    for (int i = 0; i < n; ++i) v[i] = sign[i];
+    cholesky_solve(L, v, n);  // A is symmetric: the adjoint solve is the same solve
+    int index = 0;            // first index of the largest |v_i|, as Eigen's maxCoeff
+    for (int i = 1; i < n; ++i)
+      if (abs_of(v[i]) > abs_of(v[index])) index = i;
+    if (index == old_index) break;
+    fill(v, n, Real(0));
+    v[index] = Real(1);
+    cholesky_solve(L, v, n);
+    lower_bound = norm_1(v, n);
+    if (lower_bound <= old_lower_bound) break;
+    for (int i = 0; i < n; ++i) old_sign[i] = sign[i];
+    old_index = index;
+    old_lower_bound = lower_bound;
+  }
+  Real alternating = 1;
+  for (int i = 0; i < n; ++i) {
+    v[i] = alternating * (Real(1) + Real(i) / Real(n - 1));
+    alternating = -alternating;
+  }
+  cholesky_solve(L, v, n);
+  const Real alternate_lower_bound = (Real(2) * norm_1(v, n)) / (Real(3) * Real(n));
+  const Real inverse_norm = max_of(lower_bound, alternate_lower_bound);
+  return inverse_norm == Real(0) ? Real(0) : (Real(1) / inverse_norm) / matrix_norm;
+}
+
+// Symmetric eigendecomposition A = V diag(lambda) V^T by cyclic Jacobi rotations. A (n x n,
+// symmetric, both triangles) is destroyed: its diagonal ends as lambda (unsorted). V receives
+// the eigenvectors as columns. Returns false when the input is not finite.
+template <class Real>
+SINKGRAD_HD bool jacobi_eigen(Real* A, Real* V, int n) {
+  const Real eps = Epsilon<Real>::value;
+  Real frobenius = 0;
+  for (int k = 0; k < n * n; ++k) frobenius += A[k] * A[k];
+  if (!is_finite(frobenius)) return false;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) V[i * n + j] = i == j ? Real(1) : Real(0);
+  const Real target = eps * eps * frobenius;
+  for (int sweep = 0; sweep < 50; ++sweep) {
+    Real off = 0;
+    for (int p = 0; p < n; ++p)
+      for (int q = p + 1; q < n; ++q) off += A[p * n + q] * A[p * n + q];
+    if (!(off > target)) break;
+    for (int p = 0; p < n - 1; ++p)
+      for (int q = p + 1; q < n; ++q) {
+        const Real apq = A[p * n + q];
+        if (apq == Real(0)) continue;
+        // Rotation that zeroes A_pq (Golub & Van Loan, Algorithm 8.5.1), t = tan(angle).
+        const Real theta = (A[q * n + q] - A[p * n + p]) / (Real(2) * apq);
+        const Real abs_theta = abs_of(theta);
+        const Real root = abs_theta > Real(1)
+                              ? abs_theta * sqrt_of(Real(1) + (Real(1) / theta) / theta)
+                              : sqrt_of(Real(1) + theta * theta);
+        const Real t = (theta >= Real(0) ? Real(1) : Real(-1)) / (abs_theta + root);
+        const Real c = Real(1) / sqrt_of(Real(1) + t * t);
+        const Real s = t * c;
+        for (int k = 0; k < n; ++k) {  // columns p, q of A and V
+          const Real akp = A[k * n + p], akq = A[k * n + q];
+          A[k * n + p] = c * akp - s * akq;
+          A[k * n + q] = s * akp + c * akq;
+          const Real vkp = V[k * n + p], vkq = V[k * n + q];
+          V[k * n + p] = c * vkp - s * vkq;
+          V[k * n + q] = s * vkp + c * vkq;
+        }
+        for (int k = 0; k < n; ++k) {  // rows p, q of A
+          const Real apk = A[p * n + k], aqk = A[q * n + k];
+          A[p * n + k] = c * apk - s * aqk;
+          A[q * n + k] = s * apk + c * aqk;
+        }
+        A[p * n + q] = A[q * n + p] = Real(0);
+      }
+  }
+  return true;
+}
+
+}  // namespace sinkgrad::math
