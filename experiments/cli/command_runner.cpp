@@ -1,0 +1,63 @@
+// Parsing and help for one command: its own options plus the common ones, `--help`, and the
+// translation of errors into messages and exit codes.
+
+#include <iostream>
+
+#include "experiments/cli/command.hpp"
+#include "experiments/cli/common_options.hpp"
+#include "experiments/cli/text_format.hpp"
+
+namespace sinkgrad::cli {
+namespace {
+
+void print_help(const Command& command, const po::options_description& own,
+                const po::options_description& common) {
+  std::cout << "Usage: sinkgrad " << command.name << " " << command.usage << "\n\n"
+            << wrap(command.summary, 0) << "\n";
+  if (!own.options().empty()) std::cout << own << "\n";
+  std::cout << common << "\n";
+  if (!command.description.empty()) std::cout << wrap(command.description, 0);
+}
+
+}  // namespace
+
+int run_command(const Command& command, const std::vector<std::string>& args) {
+  const std::string prefix = "sinkgrad " + command.name + ": ";
+  try {
+    po::options_description own("Options of '" + command.name + "'", 100, 50);
+    if (command.add_options) command.add_options(own);
+    const po::options_description common = common_options_description();
+    po::options_description all;
+    all.add(own).add(common);
+
+    po::variables_map values;
+    po::store(po::command_line_parser(args).options(all).run(), values);
+    // --help is honoured before the checks for required options and values.
+    if (values.count("help")) {
+      print_help(command, own, common);
+      return exit_ok;
+    }
+    po::notify(values);
+    apply_common_options(read_common_options(values));
+    return command.run(values);
+  } catch (const po::error& error) {
+    std::cerr << prefix << "error: " << error.what() << " (see 'sinkgrad " << command.name
+              << " --help')\n";
+    return exit_usage;
+  } catch (const UsageError& error) {
+    std::cerr << prefix << "error: " << error.what() << " (see 'sinkgrad " << command.name
+              << " --help')\n";
+    return exit_usage;
+  } catch (const Error& error) {
+    std::cerr << prefix << "error: " << error.what() << "\n";
+    return exit_failure;
+  } catch (const std::bad_alloc&) {
+    std::cerr << prefix << "error: out of memory\n";
+    return exit_failure;
+  } catch (const std::exception& error) {
+    std::cerr << prefix << "internal error: " << error.what() << "\n";
+    return exit_failure;
+  }
+}
+
+}  // namespace sinkgrad::cli

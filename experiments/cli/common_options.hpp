@@ -1,0 +1,26 @@
+#pragma once
+// The options every command accepts, declared, read and applied in this one place: a new
+// shared option (e.g. --plugin) is added here and every command, and its --help, has it.
+//
+// They are given after the command name: `sinkgrad grad --threads 2 ...`.
+
+#include <boost/program_options.hpp>
+#include <string>
+
+namespace sinkgrad::cli {
+
+struct CommonOptions {
+  bool help = false;
+  int threads = 0;  // 0: OpenMP's default (OMP_NUM_THREADS, else every core)
+};
+
+// Declares the shared options (shown under "common options" in every command's --help).
+boost::program_options::options_description common_options_description();
+
+// Reads them back from the parsed command line; throws UsageError for a bad value.
+CommonOptions read_common_options(const boost::program_options::variables_map& values);
+
+// Acts on them before the command runs (e.g. sets the number of CPU threads).
+void apply_common_options(const CommonOptions& options);
+
+}  // namespace sinkgrad::cli
