@@ -1,0 +1,235 @@
+// Misuse of the API ends in a sinkgrad::Error whose message says what is wrong and what would be
+// accepted, before anything is computed.
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/solver_registry.hpp"
+#include "tests/support/random_inputs.hpp"
+#include "tests/support/solve_helpers.hpp"
+
+namespace sinkgrad::testing {
+namespace {
+
+// Runs f, expects a sinkgrad::Error, and checks that its message contains every fragment.
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& fragments) {
+  try {
+    f();
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    for (const auto& fragment : fragments)
+      EXPECT_NE(message.find(fragment), std::string::npos)
+          << "message \"" << message << "\" does not mention \"" << fragment << "\"";
+    return;
+  } catch (const std::exception& other) {
+    ADD_FAILURE() << "expected sinkgrad::Error, got " << other.what();
+    return;
+  }
+  ADD_FAILURE() << "expected sinkgrad::Error, nothing was thrown";
+}
+
+std::unique_ptr<BackwardSolver> create(const std::string& name,
+                                       const std::map<std::string, std::string>& options = {}) {
+  return SolverRegistry::global().create(name, options);
+}
+
+TEST(ApiErrors, UnknownSolverListsTheSolvers) {
+  const auto names = SolverRegistry::global().names();
+  for (const char* expected : {"unrolled", "cg_plain", "cg_corrected", "direct"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  std::vector<std::string> fragments = {"no_such_solver"};
+  fragments.insert(fragments.end(), names.begin(), names.end());
+  expect_error([] { create("no_such_solver"); }, fragments);
+  EXPECT_FALSE(SolverRegistry::global().contains("no_such_solver"));
+  expect_error([] { SolverRegistry::global().info("CG_PLAIN"); }, {"CG_PLAIN", "cg_plain"});
+}
+
+TEST(ApiErrors, UnknownOptionListsTheOptions) {
+  expect_error(
+      [] {
+        create("cg_corrected", {{"tol", "1e-6"}});
+      },
+      {"tol", "cg_corrected", "max_iterations", "tolerance"});
+  expect_error(
+      [] {
+        create("cg_plain", {{"sytem", "block"}});
+      },
+      {"sytem", "system", "max_iterations", "tolerance"});
+  expect_error([] { create("direct", {{"tolerance", "1e-6"}}); }, {"tolerance", "system"});
+  expect_error([] { create("unrolled", {{"segment", "4"}}); }, {"segment", "no options"});
+}
+
+TEST(ApiErrors, BadOptionValuesSayWhatIsAccepted) {
+  for (const char* solver : {"cg_plain", "cg_corrected"}) {
+    SCOPED_TRACE(solver);
+    expect_error(
+        [&] {
+          create(solver, {{"max_iterations", "0"}});
+        },
+        {"max_iterations", "'0'", ">= 1", "auto"});
+    expect_error(
+        [&] {
+          create(solver, {{"max_iterations", "2.5"}});
+        },
+        {"max_iterations", "integer"});
+    expect_error([&] { create(solver, {{"max_iterations", ""}}); }, {"max_iterations"});
+    expect_error([&] { create(solver, {{"tolerance", "-1"}}); }, {"tolerance", "'-1'", ">= 0"});
+    expect_error([&] { create(solver, {{"tolerance", "abc"}}); }, {"tolerance", "number"});
+    expect_error([&] { create(solver, {{"tolerance", "nan"}}); }, {"tolerance"});
+    expect_error([&] { create(solver, {{"tolerance", "1e-3x"}}); }, {"tolerance"});
+  }
+  expect_error(
+      [] {
+        create("cg_plain", {{"system", "foo"}});
+      },
+      {"system", "foo", "schur", "block"});
+  expect_error(
+      [] {
+        create("direct", {{"system", "foo"}});
+      },
+      {"system", "foo", "corrected", "plain"});
+  // The accepted forms, for contrast.
+  EXPECT_NO_THROW(create("cg_plain", {{"system", "block"}, {"max_iterations", "3"}}));
+  EXPECT_NO_THROW(create("cg_corrected", {{"tolerance", "0"}, {"max_iterations", "auto"}}));
+  EXPECT_NO_THROW(create("direct", {{"system", "plain"}}));
+}
+
+TEST(ApiErrors, KeyValueParsing) {
+  EXPECT_EQ(parse_key_value("system=block"),
+            std::make_pair(std::string("system"), std::string("block")));
+  EXPECT_EQ(parse_key_value("tolerance=1e-3=x").second, "1e-3=x");
+  expect_error([] { parse_key_value("system"); }, {"system", "key=value"});
+  expect_error([] { parse_key_value("=block"); }, {"key=value"});
+}
+
+// A well-formed problem that each test breaks in one way.
+struct Problem {
+  HostBatch<double> M{3, 4}, R{3, 4}, G{3, 4}, grad{3, 4};
+  std::vector<SolveStatus> status = std::vector<SolveStatus>(3);
+  std::vector<std::int32_t> iterations = std::vector<std::int32_t>(3);
+  BackwardProblem<double> problem;
+  BackwardResult<double> result;
+
+  Problem() {
+    auto rng = make_rng(300);
+    M = normal_batch<double>(rng, 3, 4);
+    G = normal_batch<double>(rng, 3, 4);
+    R = forward(M, 5);
+    problem = {M.view(), R.view(), G.view(), 5};
+    result.grad_logits = grad.view();
+    result.status = status.data();
+    result.iterations = iterations.data();
+  }
+};
+
+TEST(ApiErrors, WellFormedProblemSolves) {
+  for (const auto& config : all_solver_configs()) {
+    Problem p;
+    EXPECT_NO_THROW(config.create()->solve(p.problem, p.result)) << config.label();
+  }
+}
+
+TEST(ApiErrors, ForwardIterationsMustBePositive) {
+  for (const auto& config : all_solver_configs()) {
+    SCOPED_TRACE(config.label());
+    for (int T : {0, -3}) {
+      Problem p;
+      p.problem.forward_iterations = T;
+      expect_error([&] { config.create()->solve(p.problem, p.result); },
+                   {"T", ">= 1", std::to_string(T)});
+    }
+  }
+}
+
+TEST(ApiErrors, MismatchedShapesNameTheBatch) {
+  HostBatch<double> wrong_n(3, 5), wrong_b(2, 4);
+  for (const auto& config : all_solver_configs()) {
+    SCOPED_TRACE(config.label());
+    const auto solver = config.create();
+    {
+      Problem p;
+      p.problem.grad_output = wrong_n.view();
+      expect_error([&] { solver->solve(p.problem, p.result); },
+                   {"grad_output", "(3, 5, 5)", "(3, 4, 4)"});
+    }
+    {
+      Problem p;
+      p.result.grad_logits = wrong_b.view();
+      expect_error([&] { solver->solve(p.problem, p.result); }, {"grad_logits", "(2, 4, 4)"});
+    }
+    {
+      Problem p;
+      p.problem.logits = wrong_b.view();
+      expect_error([&] { solver->solve(p.problem, p.result); }, {"logits", "(2, 4, 4)"});
+    }
+  }
+}
+
+TEST(ApiErrors, UnrolledNeedsTheLogits) {
+  Problem p;
+  p.problem.logits = {};
+  expect_error([&] { create("unrolled")->solve(p.problem, p.result); }, {"unrolled", "logits"});
+  // The implicit solvers do not.
+  for (const auto& config : implicit_solver_configs()) {
+    Problem q;
+    q.problem.logits = {};
+    EXPECT_NO_THROW(config.create()->solve(q.problem, q.result)) << config.label();
+  }
+}
+
+TEST(ApiErrors, MissingOutputArrays) {
+  for (const auto& config : all_solver_configs()) {
+    SCOPED_TRACE(config.label());
+    const auto solver = config.create();
+    {
+      Problem p;
+      p.result.status = nullptr;
+      expect_error([&] { solver->solve(p.problem, p.result); }, {"status"});
+    }
+    {
+      Problem p;
+      p.result.iterations = nullptr;
+      expect_error([&] { solver->solve(p.problem, p.result); }, {"iterations"});
+    }
+    {
+      Problem p;
+      p.result.grad_logits.data = nullptr;
+      expect_error([&] { solver->solve(p.problem, p.result); }, {"grad_logits"});
+    }
+    {
+      Problem p;
+      p.problem.grad_output.data = nullptr;
+      expect_error([&] { solver->solve(p.problem, p.result); }, {"grad_output"});
+    }
+  }
+}
+
+TEST(ApiErrors, ResidualHistoryTooShort) {
+  for (const char* name : {"cg_plain", "cg_corrected"}) {
+    SCOPED_TRACE(name);
+    const auto solver = create(name);
+    const int needed = solver->history_length(4, Precision::float64);
+    ASSERT_GE(needed, 2);
+    Problem p;
+    std::vector<double> history(3 * needed);
+    p.result.residual_history = history.data();
+    p.result.history_stride = needed - 1;
+    expect_error([&] { solver->solve(p.problem, p.result); },
+                 {"residual_history", std::to_string(needed)});
+  }
+}
+
+TEST(ApiErrors, DeviceMemoryOnTheCpuIsRefused) {
+  for (const auto& config : all_solver_configs()) {
+    Problem p;
+    p.problem.forward_output.space = MemorySpace::device;
+    expect_error([&] { config.create()->solve(p.problem, p.result); }, {"host memory"});
+  }
+}
+
+}  // namespace
+}  // namespace sinkgrad::testing
