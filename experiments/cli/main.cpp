@@ -18,20 +18,21 @@ void print_general_help(std::ostream& out) {
   out << "Usage: sinkgrad COMMAND [options]\n"
       << "       sinkgrad COMMAND --help    options and details of one command\n"
       << "       sinkgrad --version\n\n"
-      << "Backward solvers for Sinkhorn normalisation: compute dL/dM for batches of n x n "
-         "matrices and compare the solvers.\n\nCommands:\n";
+      << wrap(
+             "Backward solvers for Sinkhorn normalisation: compute dL/dM for batches of n x n "
+             "matrices and compare the solvers.",
+             0)
+      << "\nCommands:\n";
   size_t width = 0;
   for (const Command& command : command_table()) width = std::max(width, command.name.size());
-  for (const Command& command : command_table()) {
-    const std::string name = command.name + std::string(width - command.name.size(), ' ');
-    std::string summary = wrap(command.summary, static_cast<int>(width) + 4);
-    summary.replace(0, width + 4, "  " + name + "  ");
-    out << summary;
-  }
+  for (const Command& command : command_table())
+    out << hanging(command.name, command.summary, static_cast<int>(width) + 6);
   out << "\n"
       << common_options_description() << "\n"
-      << "Exit codes: 0 success, 1 the work failed (unreadable or invalid input, I/O error), "
-         "2 the command line is wrong.\n";
+      << wrap(
+             "Exit codes: 0 success; 1 the work failed (unreadable or invalid input, I/O "
+             "error); 2 the command line is wrong (unknown command, option, solver or value).",
+             0);
 }
 
 }  // namespace

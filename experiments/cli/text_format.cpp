@@ -27,6 +27,14 @@ std::string wrap(const std::string& text, int indent, int width) {
   return out;
 }
 
+std::string hanging(const std::string& term, const std::string& text, int indent, int width) {
+  std::string body = wrap(text, indent, width);
+  const std::string head = "  " + term;
+  if (static_cast<int>(head.size()) + 2 > indent) return head + "\n" + body;
+  body.replace(0, head.size(), head);
+  return body;
+}
+
 void TextTable::add_row(std::vector<std::string> cells) {
   cells.resize(columns_.size());
   rows_.push_back(std::move(cells));

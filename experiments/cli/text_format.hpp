@@ -10,6 +10,10 @@ namespace sinkgrad::cli {
 // ("\n") are kept.
 std::string wrap(const std::string& text, int indent, int width = 100);
 
+// "  term    text that wraps with a hanging indent": a definition list entry. The text starts
+// at column `indent`; a term longer than indent - 4 gets a line of its own.
+std::string hanging(const std::string& term, const std::string& text, int indent, int width = 100);
+
 // A table printed with aligned columns; numbers are right-aligned, text left-aligned.
 class TextTable {
  public:
