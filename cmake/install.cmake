@@ -1,0 +1,46 @@
+# `cmake --install`: libsinkgrad, the headers a solver plugin compiles against, the command-line
+# tool, and the CMake package that lets an outside project write
+#     find_package(sinkgrad 0.1 REQUIRED)
+#     target_link_libraries(my_plugin PRIVATE sinkgrad::sinkgrad)
+# Included once from the top-level CMakeLists.txt, after every target is defined.
+
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+# Headers keep their repository layout ("core/...", "solvers/...", "kernels/...") under
+# include/sinkgrad, the INSTALL_INTERFACE include directory of the sinkgrad target.
+set(SINKGRAD_INSTALL_INCLUDEDIR include/sinkgrad)
+set(SINKGRAD_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/sinkgrad)
+
+# Installed binaries find libsinkgrad next to them and keep the paths of libraries outside the
+# system directories (CUDA runtime, HDF5) that they were linked against.
+set_target_properties(sinkgrad PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+install(TARGETS sinkgrad EXPORT sinkgradTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/solvers
+                  ${PROJECT_SOURCE_DIR}/kernels
+        DESTINATION ${SINKGRAD_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh"
+        PATTERN "plugins" EXCLUDE)  # example plugins are projects of their own, not headers
+
+# The command-line tool, when this build has it (it loads plugins with --plugin).
+if(TARGET sinkgrad_cli)
+  set_target_properties(sinkgrad_cli PROPERTIES
+    INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}" INSTALL_RPATH_USE_LINK_PATH TRUE)
+  install(TARGETS sinkgrad_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+install(EXPORT sinkgradTargets NAMESPACE sinkgrad:: DESTINATION ${SINKGRAD_INSTALL_CMAKEDIR})
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/sinkgradConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/cmake/sinkgradConfig.cmake
+                              INSTALL_DESTINATION ${SINKGRAD_INSTALL_CMAKEDIR}
+                              PATH_VARS SINKGRAD_INSTALL_INCLUDEDIR)
+# 0.x releases: only the same minor version is compatible (the plugin ABI may change).
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/sinkgradConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/sinkgradConfig.cmake
+              ${PROJECT_BINARY_DIR}/cmake/sinkgradConfigVersion.cmake
+        DESTINATION ${SINKGRAD_INSTALL_CMAKEDIR})
