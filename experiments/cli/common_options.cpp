@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include "core/plugin_loader.hpp"
 #include "experiments/cli/command.hpp"
 
 namespace sinkgrad::cli {
@@ -11,7 +12,10 @@ po::options_description common_options_description() {
   options.add_options()                       //
       ("help,h", "print this help and exit")  //
       ("threads", po::value<int>()->value_name("N"),
-       "CPU threads for the batch loops (default: OMP_NUM_THREADS, else every core)");
+       "CPU threads for the batch loops (default: OMP_NUM_THREADS, else every core)")  //
+      ("plugin", po::value<std::vector<std::string>>()->composing()->value_name("PATH"),
+       "load solver plugins from a shared library or a directory of them (repeatable; also "
+       "read from SINKGRAD_PLUGIN_PATH, colon-separated)");
   return options;
 }
 
@@ -23,11 +27,13 @@ CommonOptions read_common_options(const po::variables_map& values) {
     if (options.threads < 1)
       throw UsageError("--threads must be >= 1, got " + std::to_string(options.threads));
   }
+  if (values.count("plugin")) options.plugins = values["plugin"].as<std::vector<std::string>>();
   return options;
 }
 
 void apply_common_options(const CommonOptions& options) {
   if (options.threads > 0) omp_set_num_threads(options.threads);
+  load_configured_plugins(options.plugins);
 }
 
 }  // namespace sinkgrad::cli

@@ -6,12 +6,14 @@
 
 #include <boost/program_options.hpp>
 #include <string>
+#include <vector>
 
 namespace sinkgrad::cli {
 
 struct CommonOptions {
   bool help = false;
-  int threads = 0;  // 0: OpenMP's default (OMP_NUM_THREADS, else every core)
+  int threads = 0;                   // 0: OpenMP's default (OMP_NUM_THREADS, else every core)
+  std::vector<std::string> plugins;  // --plugin, loaded after SINKGRAD_PLUGIN_PATH
 };
 
 // Declares the shared options (shown under "common options" in every command's --help).
@@ -20,7 +22,7 @@ boost::program_options::options_description common_options_description();
 // Reads them back from the parsed command line; throws UsageError for a bad value.
 CommonOptions read_common_options(const boost::program_options::variables_map& values);
 
-// Acts on them before the command runs (e.g. sets the number of CPU threads).
+// Acts on them before the command runs (sets the number of CPU threads, loads the plugins).
 void apply_common_options(const CommonOptions& options);
 
 }  // namespace sinkgrad::cli
