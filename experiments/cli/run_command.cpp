@@ -1,0 +1,100 @@
+// `sinkgrad run`: runs a study definition (experiments/*.ini, format in docs/experiments.md)
+// and writes its HDF5 log. The definition is checked completely, and the devices resolved,
+// before anything is computed; each run is written and flushed when it finishes.
+
+#include <iostream>
+
+#include "core/solver_registry.hpp"
+#include "experiments/cli/command.hpp"
+#include "experiments/cli/text_format.hpp"
+#include "experiments/cli/version.hpp"
+#include "experiments/study/definition.hpp"
+#include "experiments/study/progress_line.hpp"
+#include "experiments/study/study_runner.hpp"
+
+namespace sinkgrad::cli {
+namespace {
+
+// DEFINITION.ini -> DEFINITION.h5 next to it.
+std::string default_output(const std::string& definition) {
+  const auto dot = definition.rfind('.');
+  const auto slash = definition.rfind('/');
+  const bool has_extension =
+      dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  return (has_extension ? definition.substr(0, dot) : definition) + ".h5";
+}
+
+int run_run(const po::variables_map& values) {
+  const std::string path = values["definition"].as<std::string>();
+  study::StudyDefinition definition;
+  try {
+    definition = study::read_definition(path, SolverRegistry::global());
+  } catch (const study::DefinitionError& error) {
+    throw UsageError(error.what());
+  }
+  study::RunnerOptions options;
+  options.output =
+      values.count("output") ? values["output"].as<std::string>() : default_output(path);
+  options.resume = values.count("resume") != 0;
+  if (values.count("device")) options.devices = values["device"].as<std::vector<std::string>>();
+  if (values.count("max-runs")) {
+    const long long max_runs = values["max-runs"].as<long long>();
+    if (max_runs < 0) throw UsageError("--max-runs must be >= 0");
+    options.max_runs = static_cast<std::size_t>(max_runs);
+  }
+  options.progress = !values.count("quiet") && study::stderr_is_terminal();
+  options.tool_version = version;
+
+  study::RunnerSummary summary;
+  try {
+    summary = study::run_study(definition, options);
+  } catch (const study::DefinitionError& error) {
+    throw UsageError(error.what());
+  }
+  std::cout << "sinkgrad run: " << options.output << ": " << summary.total << " runs ("
+            << summary.already_done << " already in the log, " << summary.done_now << " run now, "
+            << summary.remaining << " left) in " << fixed(summary.seconds, 1) << " s\n";
+  if (summary.remaining > 0)
+    std::cout << "sinkgrad run: stopped by --max-runs; complete it with: sinkgrad run " << path
+              << " --output " << options.output << " --resume\n";
+  return exit_ok;
+}
+
+}  // namespace
+
+Command make_run_command() {
+  Command command;
+  command.name = "run";
+  command.summary =
+      "Run a study: the sweep a definition file describes (inputs x forward x solvers x "
+      "devices), every solver measured against the exact unrolled and the converged "
+      "gradients; writes an HDF5 log.";
+  command.usage = "DEFINITION.ini [--output LOG.h5] [--resume] [--device cpu|cuda|default ...]";
+  command.description =
+      "The definition format and the log's schema are in docs/experiments.md; bundled "
+      "studies are experiments/*.ini. Each run is written and flushed when it finishes: a "
+      "killed sweep keeps every finished run, and --resume runs only the missing ones (a log "
+      "made from another definition is refused). An existing log is never overwritten without "
+      "--resume. A wrong definition is rejected before anything is computed (exit code 2).\n"
+      "Pictures: python3 experiments/plot.py LOG.h5\n"
+      "Example: sinkgrad run experiments/headline.ini --output results/headline.h5 --resume";
+  command.add_options = [](po::options_description& options) {
+    options.add_options()  //
+        ("definition", po::value<std::string>()->required()->value_name("DEFINITION.ini"),
+         "the study definition (also the first positional argument)")  //
+        ("output,o", po::value<std::string>()->value_name("LOG.h5"),
+         "the HDF5 log (default: the definition's name with .h5)")                              //
+        ("resume", "complete an existing log: run only what it lacks (creates it if missing)")  //
+        ("device", po::value<std::vector<std::string>>()->multitoken()->value_name("DEVICE"),
+         "replaces the definition's [run] devices: cpu, cuda, default (cuda when a GPU is "
+         "usable, else cpu)")  //
+        ("max-runs", po::value<long long>()->value_name("K"),
+         "stop after K new runs (the log stays resumable)")  //
+        ("quiet,q", "no progress line (it is drawn only on a terminal anyway)");
+  };
+  command.positional = {"definition"};
+  command.run = run_run;
+  return command;
+}
+
+}  // namespace sinkgrad::cli

@@ -1,0 +1,40 @@
+#pragma once
+// Runs a study: expands the definition, skips the runs the log already holds (--resume),
+// computes each input's references once, runs every missing run and writes it to the log as
+// soon as it finishes. Everything that can be checked (devices, solver support) is checked
+// before the first computation.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/types.hpp"
+#include "experiments/study/definition.hpp"
+
+namespace sinkgrad::study {
+
+struct RunnerOptions {
+  std::string output;                   // the HDF5 log
+  bool resume = false;                  // complete an existing log instead of refusing it
+  std::vector<std::string> devices;     // replaces the definition's [run] devices when not empty
+  std::optional<std::size_t> max_runs;  // stop after this many new runs (the log stays resumable)
+  bool progress = false;                // draw the progress line (on a terminal)
+  std::string tool_version;
+};
+
+struct RunnerSummary {
+  std::size_t total = 0;         // runs in the sweep
+  std::size_t already_done = 0;  // found finished in the log
+  std::size_t done_now = 0;
+  std::size_t remaining = 0;  // left for a later --resume (max_runs)
+  double seconds = 0;
+};
+
+// "cpu" / "cuda" / "default" -> devices; "default" is cuda when a GPU is usable, else cpu.
+// Throws DefinitionError when cuda is asked for and no GPU is usable.
+std::vector<Device> resolve_devices(const std::vector<std::string>& names);
+
+RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& options);
+
+}  // namespace sinkgrad::study
