@@ -37,6 +37,9 @@ struct Command {
   std::string description;  // paragraphs printed by `sinkgrad NAME --help` after the options
   // Declares the command's own options.
   std::function<void(po::options_description&)> add_options;
+  // Options that may also be given as bare positional arguments, in order (each once), e.g.
+  // {"definition"} for `sinkgrad run DEFINITION.ini`.
+  std::vector<std::string> positional;
   // Does the work with the parsed options and returns the exit code; throws UsageError for a
   // bad command line and sinkgrad::Error for a failure.
   std::function<int(const po::variables_map&)> run;

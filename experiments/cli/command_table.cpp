@@ -6,7 +6,8 @@
 #define SINKGRAD_CLI_COMMANDS(X) \
   X(solvers)                     \
   X(grad)                        \
-  X(demo)
+  X(demo)                        \
+  X(run)
 
 namespace sinkgrad::cli {
 
