@@ -234,7 +234,7 @@ int run_demo_command(const po::variables_map& values) {
   try {
     settings.precision = parse_precision(values["dtype"].as<std::string>());
   } catch (const Error& error) {
-    throw UsageError(error.what());
+    throw UsageError(std::string("--dtype: ") + error.what());
   }
   settings.seed = values.count("seed")
                       ? values["seed"].as<std::uint64_t>()

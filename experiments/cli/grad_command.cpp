@@ -54,18 +54,25 @@ GradRequest read_request(const po::variables_map& values) {
                      std::to_string(request.iterations));
   try {
     if (values.count("dtype")) request.dtype = parse_precision(values["dtype"].as<std::string>());
-    request.device = parse_device(values["device"].as<std::string>());
-    if (values.count("option")) {
-      for (const std::string& text : values["option"].as<std::vector<std::string>>()) {
-        const auto [key, value] = parse_key_value(text);
-        if (!request.options.emplace(key, value).second)
-          throw UsageError("--option " + key + " is given more than once");
-      }
-    }
-  } catch (const UsageError&) {
-    throw;
   } catch (const Error& error) {
-    throw UsageError(error.what());
+    throw UsageError(std::string("--dtype: ") + error.what());
+  }
+  try {
+    request.device = parse_device(values["device"].as<std::string>());
+  } catch (const Error& error) {
+    throw UsageError(std::string("--device: ") + error.what());
+  }
+  if (values.count("option")) {
+    for (const std::string& text : values["option"].as<std::vector<std::string>>()) {
+      std::pair<std::string, std::string> key_value;
+      try {
+        key_value = parse_key_value(text);
+      } catch (const Error& error) {
+        throw UsageError(std::string("--option: ") + error.what());
+      }
+      if (!request.options.emplace(key_value).second)
+        throw UsageError("--option " + key_value.first + " is given more than once");
+    }
   }
   return request;
 }
