@@ -231,14 +231,14 @@ Command make_grad_command() {
       "[--device cpu|cuda] [--option key=value ...]";
   command.description =
       "Input: datasets 'logits' and 'grad_output', both of shape (B, n, n), float32 or "
-      "float64.\n"
+      "float64.\n\n"
       "Output (replaced only when complete; an existing file is left untouched on any error): "
       "'R' and 'grad_logits' (B, n, n) in --dtype, 'status' and 'iterations' (B) int32, "
       "'column_violation' (B) in --dtype = max_j |sum_i R_ij - 1| of the forward; attributes "
-      "solver, options, T, dtype, device, sinkgrad_version, input, status_codes.\n"
+      "solver, options, T, dtype, device, sinkgrad_version, input, status_codes.\n\n"
       "Status codes: 0 ok, 1 not_converged (CG stopped at max_iterations; its last iterate is "
       "written), 2 breakdown (gradient NaN), 3 invalid_input (NaN/Inf input or a zero row or "
-      "column; gradient NaN). A run with failed matrices still exits 0: read 'status'.\n"
+      "column; gradient NaN). A run with failed matrices still exits 0: read 'status'.\n\n"
       "Example: sinkgrad grad --input in.h5 --output out.h5 --solver cg_corrected "
       "--iterations 20 --option max_iterations=16 --option tolerance=1e-10";
   command.add_options = [](po::options_description& options) {
