@@ -133,6 +133,17 @@ inline Square reference_implicit(const Square& R, const Square& G, int n, Refere
   return grad;
 }
 
+// ||a - b||_F
+template <class A, class B>
+double difference_norm(const A& a, const B& b, size_t count) {
+  Wide diff = 0;
+  for (size_t k = 0; k < count; ++k) {
+    const Wide d = Wide(a[k]) - Wide(b[k]);
+    diff += d * d;
+  }
+  return static_cast<double>(std::sqrt(diff));
+}
+
 // ||a - b||_F / ||b||_F (or ||a - b||_F when b = 0).
 template <class A, class B>
 double relative_error(const A& a, const B& b, size_t count) {
