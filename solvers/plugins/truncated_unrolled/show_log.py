@@ -1,4 +1,4 @@
-"""Prints the truncated_unrolled runs of a study log: sinkgrad run's HDF5 file."""
+"""Prints the truncated_unrolled runs of a study log (the HDF5 file of `sinkgrad run`)."""
 import sys
 
 import h5py
@@ -9,11 +9,12 @@ def text(value):
 
 
 with h5py.File(sys.argv[1], "r") as log:
-    print(f"{'solver':20} {'options':8} {'n':>3} {'T':>3} {'device':6} {'error vs unrolled':>18}")
+    rows = []
     for run in log["runs"].values():
-        if text(run.attrs["solver"]) != "truncated_unrolled":
-            continue
-        error = run["error_vs_unrolled"].attrs["frobenius_median"]
-        print(f"{text(run.attrs['solver']):20} {text(run.attrs['options']):8} "
-              f"{int(run.attrs['n']):3} {int(run.attrs['T']):3} {text(run.attrs['device']):6} "
-              f"{error:18.3e}")
+        if text(run.attrs["solver"]) == "truncated_unrolled":
+            rows.append((int(run.attrs["n"]), int(run.attrs["T"]), int(run.attrs["option.k"]),
+                         text(run.attrs["device"]),
+                         run["error_vs_unrolled"].attrs["frobenius_median"]))
+    print(" n   T   k device  median ||dM - dM_unrolled|| / ||dM_unrolled||")
+    for n, T, k, device, error in sorted(rows):
+        print(f"{n:2} {T:3} {k:3} {device:6}  {error:.3e}")
