@@ -100,30 +100,37 @@ def load_runs(path):
     return study, runs
 
 
-def short_options(options):
-    """'max_iterations=auto system=schur tolerance=auto' -> 'schur' (defaults left out)."""
-    parts = []
-    for item in options.split():
-        key, _, value = item.partition("=")
-        if value == "auto":
-            continue
-        parts.append(value if key == "system" else f"{key}={value}")
-    return " ".join(parts)
+def parse_options(options):
+    return dict(item.partition("=")[::2] for item in options.split())
 
 
 def series_label(run, varying):
+    """Solver, then only what tells its series apart in this log: the options that vary
+    between its runs, and precision and device when the log has several."""
     label = run["solver"]
-    options = short_options(run["options"])
-    if options:
-        label += f" ({options})"
+    options = parse_options(run["options"])
+    shown = [options[k] if k == "system" else f"{k}={options[k]}"
+             for k in sorted(varying["options"].get(run["solver"], ())) if k in options]
+    if shown:
+        label += f" ({' '.join(shown)})"
     for key in ("precision", "device"):
-        if key in varying:
+        if key in varying["global"]:
             label += f" {run[key]}"
     return label
 
 
 def varying_keys(runs):
-    return {k for k in ("precision", "device") if len({r[k] for r in runs}) > 1}
+    per_solver = {}
+    for solver in {r["solver"] for r in runs}:
+        sets = [parse_options(r["options"]) for r in runs if r["solver"] == solver]
+        names = set().union(*sets)
+        per_solver[solver] = {k for k in names if len({s.get(k) for s in sets}) > 1}
+    return {"global": {k for k in ("precision", "device") if len({r[k] for r in runs}) > 1},
+            "options": per_solver}
+
+
+def series_labels(runs, varying):
+    return sorted({series_label(r, varying) for r in runs}, key=natural)
 
 
 def natural(value):
@@ -138,21 +145,42 @@ def facets(runs):
     return rows, cols
 
 
+def family_label(label):
+    """The label without its numeric options: 'cg_plain (max_iterations=4 schur)' ->
+    'cg_plain (schur)'."""
+    out = re.sub(r"\s*\w+=-?[\d.e+-]+", "", label)
+    return out.replace(" ()", "").replace("( ", "(")
+
+
+FAMILY_MAPS = ["Blues", "Oranges", "Greens", "Reds", "Purples", "Greys", "YlOrBr", "BuPu"]
+
+
 def styles(labels):
-    """label -> (colour, marker, line style, marker face): direct solves of the systems that CG
-    also solves are drawn dashed with open markers, so that coinciding curves stay visible."""
-    cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
+    """label -> (colour, marker, line style, marker face). Series that differ only in a
+    numeric option (max_iterations=1, 2, 4, ...) form a family: one marker, shades of one
+    colour map, light to dark. Direct solves (the same systems CG solves) are dashed with open
+    markers, so that coinciding curves stay visible."""
+    families = {}
+    for label in labels:
+        families.setdefault(family_label(label), []).append(label)
+    single = all(len(members) == 1 for members in families.values())
+    tab = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
     out = {}
-    for i, label in enumerate(labels):
-        color = cmap(i % cmap.N)
-        dashed = label.startswith("direct")
-        out[label] = (color, MARKERS[i % len(MARKERS)], "--" if dashed else "-",
-                      "none" if dashed else color)
+    for f, members in enumerate(families.values()):
+        for k, label in enumerate(members):
+            if single:
+                color = tab(f % tab.N)
+            else:
+                color = plt.get_cmap(FAMILY_MAPS[f % len(FAMILY_MAPS)])(
+                    0.4 + 0.55 * k / max(1, len(members) - 1))
+            dashed = label.startswith("direct")
+            out[label] = (color, MARKERS[f % len(MARKERS)], "--" if dashed else "-",
+                          "none" if dashed else color)
     return out
 
 
 def grid(rows, cols, title, ylabel, xlabel, width=4.2, height=3.4, sharey=True):
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=(width * len(cols) + 2.8, height * len(rows) + 0.9),
+    fig, axes = plt.subplots(len(rows), len(cols), figsize=(width * len(cols) + 0.6, height * len(rows) + 0.9),
                              squeeze=False, sharex=True, sharey=sharey)
     fig.suptitle(title, fontsize=13)
     for i, row in enumerate(rows):
@@ -180,9 +208,10 @@ def finish(fig, axes, path, dpi, handles=None):
                     labels.append(l)
     else:
         labels = [h.get_label() for h in handles]
-    fig.legend(handles, labels, loc="center right", fontsize=9, frameon=False)
-    fig.tight_layout(rect=(0, 0, 1 - 2.6 / fig.get_figwidth(), 0.97))
-    fig.savefig(path, dpi=dpi)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=9,
+                        frameon=False)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -197,7 +226,7 @@ def plot_error_vs_T(runs, reference, study, path, dpi):
     if reference == "unrolled":  # the reference itself (error 0) would only flatten the axis
         runs = [r for r in runs if r["solver"] != "unrolled" or r["precision"] != "float64"]
     rows, cols = facets(runs)
-    labels = sorted({series_label(r, varying) for r in runs})
+    labels = series_labels(runs, varying)
     style = styles(labels)
     _, description = REFERENCES[reference]
     fig, axes = grid(rows, cols, f"{study}: gradient error against the {description}",
@@ -240,7 +269,7 @@ def plot_cg_convergence(runs, key, logits, study, path, dpi):
                   ("iterate_unrolled", "error of iterate k vs\nunrolled (T-step) gradient", 1),
                   ("iterate_converged", "error of iterate k vs\nconverged gradient", 1)]
     fig, axes = plt.subplots(len(quantities), len(cols),
-                             figsize=(4.2 * len(cols) + 1.8, 2.9 * len(quantities) + 0.9),
+                             figsize=(4.2 * len(cols) + 0.6, 2.9 * len(quantities) + 0.9),
                              squeeze=False, sharex="col", sharey="row")
     fig.suptitle(f"{study}: CG convergence of {key}, logits {logits} (medians over the batch)",
                  fontsize=13)
@@ -270,10 +299,10 @@ def plot_cg_convergence(runs, key, logits, study, path, dpi):
 def plot_time_vs_error(runs, study, path, dpi):
     varying = varying_keys(runs)
     cols = sorted({r["n"] for r in runs})
-    labels = sorted({series_label(r, varying) for r in runs})
+    labels = series_labels(runs, varying)
     style = styles(labels)
     refs = list(REFERENCES)
-    fig, axes = plt.subplots(len(refs), len(cols), figsize=(4.2 * len(cols) + 2.8, 3.4 * len(refs) + 0.9),
+    fig, axes = plt.subplots(len(refs), len(cols), figsize=(4.2 * len(cols) + 0.6, 3.4 * len(refs) + 0.9),
                              squeeze=False, sharey="row")
     fig.suptitle(f"{study}: solve time (fastest of the timed repeats) against gradient error, "
                  "every T and logit distribution",
@@ -323,17 +352,30 @@ def main(argv=None):
     for ref in REFERENCES:
         written.append(plot_error_vs_T(runs, ref, study, f"{stem}_error_vs_T_{ref}.png", args.dpi))
     varying = varying_keys(runs)
-    iterative = sorted({series_label(r, varying) for r in runs if "residual" in r})
-    for key in iterative:
-        for logits in facets(runs)[0]:
-            subset = [r for r in runs if "residual" in r and series_label(r, varying) == key
-                      and r["logits"] == logits]
-            if subset:
+    # CG convergence: one figure per solver configuration and logit distribution. Series that
+    # differ only in max_iterations share one figure, drawn from the run with the most
+    # iterations (CG from zero is deterministic: a smaller budget's iterates are its prefix).
+    iterative = [r for r in runs if "residual" in r]
+    for family in sorted({family_label(series_label(r, varying)) for r in iterative}, key=natural):
+        members = [r for r in iterative if family_label(series_label(r, varying)) == family]
+        for logits in facets(members)[0]:
+            longest = {}
+            for r in members:
+                if r["logits"] != logits:
+                    continue
+                key = (r["n"], r["T"])
+                if key not in longest or len(r["residual"]) > len(longest[key]["residual"]):
+                    longest[key] = r
+            if longest:
                 written.append(plot_cg_convergence(
-                    subset, key, logits, study, f"{stem}_cg_{slug(key)}_{slug(logits)}.png", args.dpi))
+                    list(longest.values()), family, logits, study,
+                    f"{stem}_cg_{slug(family)}_{slug(logits)}.png", args.dpi))
     written.append(plot_time_vs_error(runs, study, f"{stem}_time_vs_error.png", args.dpi))
-    for path in written:
-        print(path)
+    try:
+        for path in written:
+            print(path)
+    except BrokenPipeError:  # e.g. piped into head
+        pass
     return 0
 
 
