@@ -12,8 +12,10 @@ namespace {
 
 void print_help(const Command& command, const po::options_description& own,
                 const po::options_description& common) {
-  std::cout << "Usage: sinkgrad " << command.name << " " << command.usage << "\n\n"
-            << wrap(command.summary, 0) << "\n";
+  // The usage line wraps with its continuation lines indented under the command.
+  std::string usage = wrap("Usage: sinkgrad " + command.name + " " + command.usage, 4);
+  usage.erase(0, 4);
+  std::cout << usage << "\n" << wrap(command.summary, 0) << "\n";
   if (!own.options().empty()) std::cout << own << "\n";
   std::cout << common << "\n";
   if (!command.description.empty()) std::cout << wrap(command.description, 0);

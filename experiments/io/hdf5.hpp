@@ -15,6 +15,13 @@
 // sinkgrad::Error with a message naming the file and object; HDF5's own stderr error printing
 // is switched off. Link the CMake target sinkgrad_io.
 //
+// Threads: the Debian HDF5 build is not thread-safe; call this layer from one thread at a time
+// (the batch loops run between reads and writes, never during them).
+//
+// Handles are shared by copy (Group, Dataset and File copies refer to the same HDF5 object);
+// a file is closed once its File and every Group / Dataset opened from it are gone, so close
+// or destroy them all before renaming or reopening the file.
+//
 // Example, an experiment log that grows by one group per run:
 //
 //   auto log = std::filesystem::exists(path) ? h5::File::open(path, h5::File::Mode::read_write)

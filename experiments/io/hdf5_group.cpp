@@ -11,21 +11,24 @@ namespace {
 // path is checked level by level.
 bool link_exists(hid_t group, const std::string& name) {
   if (name.empty()) return false;
-  std::string prefix;
-  size_t start = 0;
-  while (start <= name.size()) {
-    const size_t slash = name.find('/', start);
-    const size_t end = slash == std::string::npos ? name.size() : slash;
-    if (!prefix.empty()) prefix += '/';
-    prefix.append(name, start, end - start);
-    if (H5Lexists(group, prefix.c_str(), H5P_DEFAULT) <= 0) {
-      H5Eclear2(H5E_DEFAULT);
-      return false;
+  std::string prefix = name.front() == '/' ? "/" : "";  // absolute paths start at the root
+  size_t start = prefix.size();
+  bool any = false;
+  while (start < name.size()) {
+    size_t end = name.find('/', start);
+    if (end == std::string::npos) end = name.size();
+    if (end > start) {
+      if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+      prefix.append(name, start, end - start);
+      if (H5Lexists(group, prefix.c_str(), H5P_DEFAULT) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return false;
+      }
+      any = true;
     }
-    if (slash == std::string::npos) break;
-    start = slash + 1;
+    start = end + 1;
   }
-  return true;
+  return any;
 }
 
 H5O_type_t object_type(hid_t group, const std::string& name) {

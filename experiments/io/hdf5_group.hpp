@@ -1,7 +1,8 @@
 #pragma once
 // A group: navigation (open, create, list, remove children). A File (hdf5_file.hpp) is its own
 // root group, so everything here works on a file too. Child names are single link names or
-// relative paths ("runs/run_0001"); "/" separates levels.
+// relative paths ("runs/run_0001"), or absolute ones ("/runs/run_0001", from the file's root);
+// "/" separates levels.
 
 #include <string>
 #include <vector>

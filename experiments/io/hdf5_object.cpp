@@ -12,6 +12,7 @@ std::string Object::describe() const {
 }
 
 std::string Object::child_path(const std::string& name) const {
+  if (!name.empty() && name.front() == '/') return name;  // already absolute
   return path_ == "/" ? "/" + name : path_ + "/" + name;
 }
 

@@ -140,6 +140,10 @@ TEST(Hdf5Io, GroupsNestListAndRemove) {
     EXPECT_TRUE(file.has_dataset("runs/run_0001/status"));
     EXPECT_FALSE(file.has("runs/run_0009/status"));
     EXPECT_FALSE(file.has_dataset("runs"));
+    EXPECT_TRUE(file.open_group("runs").has("/runs/run_0001/status"));  // absolute path
+    EXPECT_FALSE(file.open_group("runs").has("/run_0001"));
+    EXPECT_FALSE(file.has("/"));
+    EXPECT_FALSE(file.has(""));
     const h5::Group runs = file.open_group("runs");
     EXPECT_EQ(runs.children(), (std::vector<std::string>{"run_0001", "run_0002"}));
     runs.remove("run_0002");
