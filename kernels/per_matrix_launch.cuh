@@ -6,7 +6,8 @@
 //
 // Usage, from a .cu file (a plugin solver's CUDA variant looks exactly like this):
 //
-//   struct MySolve {                      // or an extended __device__ lambda (--extended-lambda)
+//   struct MySolve {  // or an extended __device__ lambda (--extended-lambda; its enclosing
+//                     // function must not be a private or protected class member)
 //     BackwardProblem<double> problem;    // captured by value: views and plain numbers only
 //     BackwardResult<double> result;
 //     __device__ MatrixOutcome operator()(index_t b, double* work, double* history) const {

@@ -1,0 +1,70 @@
+// Every solver (and system option), precision, n in {1, 2, 3, 4, 7, 8, 16, 32, 64} and
+// T in {1, 3, 20, 200}: the CUDA variant against the CPU variant on fresh random inputs, with
+// non-converged forwards and bad matrices mixed into each batch. Skipped without a GPU.
+
+#include <cstdio>
+#include <tuple>
+
+#include "tests/cuda/parity_support.hpp"
+
+namespace sinkgrad::testing {
+namespace {
+
+using Case = std::tuple<int, int, int, Precision>;  // solver case, n, T, precision
+
+std::vector<int> sizes() {
+  return quick_mode() ? std::vector<int>{1, 3, 8, 64}
+                      : std::vector<int>{1, 2, 3, 4, 7, 8, 16, 32, 64};
+}
+std::vector<int> iteration_counts() {
+  return quick_mode() ? std::vector<int>{3, 20} : std::vector<int>{1, 3, 20, 200};
+}
+
+// Enough matrices for statistics, few enough for the CPU reference at n = 64, T = 200.
+index_t batch_for(int n) {
+  const index_t batch = std::clamp<index_t>(65536 / (index_t(n) * n), 96, 4096);
+  return quick_mode() ? std::min<index_t>(batch, 48) : batch;
+}
+
+class SolverParity : public ::testing::TestWithParam<Case> {
+ protected:
+  template <class Real>
+  void check() {
+    const auto [which, n, T, precision] = GetParam();
+    const SolverCase solver_case = solver_cases()[static_cast<std::size_t>(which)];
+    const auto solver = SolverRegistry::global().create(solver_case.name, solver_case.options);
+    auto rng = make_rng(static_cast<std::uint64_t>(which * 1000003 + n * 1009 + T));
+    const Inputs<Real> in = make_inputs<Real>(rng, batch_for(n), n, T, /*bad_matrices=*/true);
+    const Outputs<Real> cpu = solve_on(*solver, in, Device::cpu);
+    const Outputs<Real> gpu = solve_on(*solver, in, Device::cuda);
+    const ParityReport report = expect_parity(solver_case, in, cpu, gpu);
+    std::printf("[ parity   ] %-22s %s n=%-2d T=%-3d B=%-5lld max rel. diff %.2e, near ties %lld\n",
+                solver_case.label().c_str(), precision == Precision::float32 ? "f32" : "f64", n, T,
+                static_cast<long long>(in.R.batch()), report.worst_error,
+                static_cast<long long>(report.borderline));
+  }
+};
+
+TEST_P(SolverParity, CudaMatchesCpu) {
+  SINKGRAD_REQUIRE_GPU();
+  if (std::get<3>(GetParam()) == Precision::float32)
+    check<float>();
+  else
+    check<double>();
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& param_info) {
+  const auto [which, n, T, precision] = param_info.param;
+  return solver_cases()[static_cast<std::size_t>(which)].label() + "_n" + std::to_string(n) + "_T" +
+         std::to_string(T) + (precision == Precision::float32 ? "_f32" : "_f64");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSolvers, SolverParity,
+                         ::testing::Combine(::testing::Range(0, 6), ::testing::ValuesIn(sizes()),
+                                            ::testing::ValuesIn(iteration_counts()),
+                                            ::testing::Values(Precision::float32,
+                                                              Precision::float64)),
+                         case_name);
+
+}  // namespace
+}  // namespace sinkgrad::testing
