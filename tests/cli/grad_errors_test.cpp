@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/solver_registry.hpp"
 #include "tests/cli/cli_test_support.hpp"
 #include "tests/support/random_inputs.hpp"
 
@@ -176,6 +177,13 @@ TEST_F(GradErrors, BadDtype) {
 TEST_F(GradErrors, BadDevice) {
   expect_rejected({"--input", file("good.h5"), "--solver", "unrolled", "--device", "tpu"},
                   exit_usage, {"tpu", "cpu or cuda"});
+}
+
+TEST_F(GradErrors, CudaWithoutACudaVariant) {
+  if (SolverRegistry::global().info("unrolled").supports(Device::cuda))
+    GTEST_SKIP() << "this build has CUDA variants";
+  expect_rejected({"--input", file("good.h5"), "--solver", "unrolled", "--device", "cuda"},
+                  exit_usage, {"'unrolled'", "does not run on cuda", "cpu"});
 }
 
 TEST_F(GradErrors, ZeroOrNegativeIterations) {
