@@ -126,14 +126,21 @@ SINKGRAD_HD Real cholesky_rcond(const Real* L, Real matrix_norm, int n, Real* wo
 }
 
 // Symmetric eigendecomposition A = V diag(lambda) V^T by cyclic Jacobi rotations. A (n x n,
-// symmetric, both triangles) is destroyed: its diagonal ends as lambda (unsorted). V receives
+// symmetric, both triangles) is destroyed: its diagonal ends as lambda (unsorted), the rest as
+// scaled rounding residue. V receives
 // the eigenvectors as columns. Returns false when the input is not finite.
 template <class Real>
 SINKGRAD_HD bool jacobi_eigen(Real* A, Real* V, int n) {
   const Real eps = Epsilon<Real>::value;
+  // Scaled by max|A_ij| as Eigen's SelfAdjointEigenSolver does, so that a matrix of tiny
+  // (subnormal) entries keeps its relative precision; the eigenvalues are scaled back at the end.
+  Real scale = 0;
+  for (int k = 0; k < n * n; ++k) scale = max_of(scale, abs_of(A[k]));
+  if (!is_finite(scale)) return false;
+  if (scale == Real(0)) scale = Real(1);
+  for (int k = 0; k < n * n; ++k) A[k] /= scale;
   Real frobenius = 0;
   for (int k = 0; k < n * n; ++k) frobenius += A[k] * A[k];
-  if (!is_finite(frobenius)) return false;
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) V[i * n + j] = i == j ? Real(1) : Real(0);
   const Real target = eps * eps * frobenius;
@@ -171,6 +178,7 @@ SINKGRAD_HD bool jacobi_eigen(Real* A, Real* V, int n) {
         A[p * n + q] = A[q * n + p] = Real(0);
       }
   }
+  for (int k = 0; k < n; ++k) A[k * n + k] *= scale;
   return true;
 }
 
