@@ -202,5 +202,66 @@ TEST(GradCommand, EmptyBatchGivesEmptyDatasets) {
   EXPECT_TRUE(h5::read_vector<std::int32_t>(out, "status").empty());
 }
 
+// --device cuda: the forward runs on the CPU, the solve on the GPU with host batches staged by
+// the library. Same statuses (up to CG stopping on either side of its tolerance) and gradients
+// within the precision's accuracy of the CPU's.
+template <class Real>
+void check_cuda_against_cpu(const std::string& solver, std::mt19937_64& rng, double tolerance) {
+  const int n = 2 + static_cast<int>(rng() % 7);
+  const index_t B = 64;
+  SCOPED_TRACE(solver + ", " + std::string(to_string(precision_of<Real>())) +
+               ", n = " + std::to_string(n));
+  const ScratchDir dir;
+  write_grad_input(dir.file("in.h5"), uniform_batch<Real>(rng, B, n, 0.0, 4.0),
+                   normal_batch<Real>(rng, B, n));
+  for (const char* device : {"cpu", "cuda"}) {
+    const CliResult run =
+        run_cli({"grad", "-i", dir.file("in.h5"), "-o", dir.file(std::string(device) + ".h5"), "-s",
+                 solver, "-T", "20", "--device", device});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+  }
+  const h5::File cpu = h5::File::open(dir.file("cpu.h5"));
+  const h5::File gpu = h5::File::open(dir.file("cuda.h5"));
+  EXPECT_EQ(h5::read_string_attribute(gpu, "device"), "cuda");
+  const auto cpu_status = h5::read_vector<std::int32_t>(cpu, "status");
+  const auto gpu_status = h5::read_vector<std::int32_t>(gpu, "status");
+  const auto cpu_grad = h5::Dataset::open(cpu, "grad_logits").read<Real>();
+  const auto gpu_grad = h5::Dataset::open(gpu, "grad_logits").read<Real>();
+  const auto size = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  for (std::size_t b = 0; b < static_cast<std::size_t>(B); ++b) {
+    const bool finite_both = cpu_status[b] <= 1 && gpu_status[b] <= 1;  // ok or not_converged
+    EXPECT_TRUE(finite_both || cpu_status[b] == gpu_status[b])
+        << "matrix " << b << ": cpu status " << cpu_status[b] << ", cuda " << gpu_status[b];
+    if (cpu_status[b] != 0 || gpu_status[b] != 0) continue;
+    double diff = 0, norm = 0;
+    for (std::size_t k = b * size; k < (b + 1) * size; ++k) {
+      diff +=
+          (double(gpu_grad[k]) - double(cpu_grad[k])) * (double(gpu_grad[k]) - double(cpu_grad[k]));
+      norm += double(cpu_grad[k]) * double(cpu_grad[k]);
+    }
+    EXPECT_LE(std::sqrt(diff), tolerance * std::sqrt(norm) + 1e-30) << "matrix " << b;
+  }
+}
+
+TEST(GradCommand, CudaDeviceMatchesTheCpu) {
+  const SolverRegistry& registry = SolverRegistry::global();
+  if (!registry.info("cg_corrected").supports(Device::cuda))
+    GTEST_SKIP() << "built without CUDA: --device cuda is refused (see GradErrors)";
+  const ScratchDir probe_dir;
+  write_grad_input(probe_dir.file("in.h5"), HostBatch<double>(1, 2), HostBatch<double>(1, 2));
+  const CliResult probe =
+      run_cli({"grad", "-i", probe_dir.file("in.h5"), "-o", probe_dir.file("out.h5"), "-s",
+               "cg_corrected", "--device", "cuda"});
+  if (probe.exit_code != 0 && probe.err.find("no CUDA device") != std::string::npos)
+    GTEST_SKIP() << "no CUDA device on this machine";
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  auto rng = make_rng(6);
+  for (const std::string& name : registry.names()) {
+    if (!registry.info(name).supports(Device::cuda)) continue;
+    check_cuda_against_cpu<double>(name, rng, 1e-9);
+    check_cuda_against_cpu<float>(name, rng, 1e-3);
+  }
+}
+
 }  // namespace
 }  // namespace sinkgrad::testing
