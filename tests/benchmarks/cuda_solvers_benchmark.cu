@@ -1,0 +1,289 @@
+// CUDA forward and solvers at B = 2^20 matrices (SINKGRAD_BENCH_BATCH overrides), n in
+// {4, 8, 16, 32}, T = 20, float32 and float64, timed with CUDA events (manual time).
+//
+// Effective bandwidth counts the bytes that must move: the input matrices read once and the
+// output written once (forward: M read, R written; implicit solvers: R and G read, dL/dM
+// written; unrolled: M and G read, dL/dM written); the 8 bytes of status and iteration count
+// per matrix are not counted. A device-to-device copy measured in the same run (bytes read +
+// written) is the ceiling; every figure is also reported as a fraction of it ("of_copy").
+// Input sets rotate between repetitions so that no repetition reads inputs left in the 50 MB
+// L2 by the previous one (each set is larger than the L2 for B = 2^20, and there are at least
+// two). The table printed at the end is what docs/performance.md records.
+//
+//   sinkgrad_bench_cuda [--benchmark_filter=cg_corrected] [--benchmark_format=json ...]
+
+#pragma nv_diag_suppress 554  // BatchView<const T>'s self-conversion (core/batch.hpp)
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/solver_registry.hpp"
+#include "kernels/backward_kernels.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/device_memory.hpp"
+
+namespace sinkgrad {
+namespace {
+
+constexpr int forward_iterations = 20;
+
+index_t bench_batch() {
+  const char* text = std::getenv("SINKGRAD_BENCH_BATCH");
+  return text != nullptr ? std::atoll(text) : index_t(1) << 20;
+}
+
+// Gaussian-ish logits or gradients (Box-Muller on a counter hash): data that is not zeros.
+template <class Real>
+__global__ void fill_normal(Real* x, index_t count, unsigned long long seed, Real scale) {
+  const index_t step = index_t(gridDim.x) * blockDim.x;
+  for (index_t k = index_t(blockIdx.x) * blockDim.x + threadIdx.x; k < count; k += step) {
+    unsigned long long z = seed + 0x9E3779B97F4A7C15ULL * static_cast<unsigned long long>(k + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    const double u1 = (double(z >> 40) + 1.0) / 16777217.0;
+    const double u2 = double((z >> 16) & 0xFFFFFF) / 16777216.0;
+    x[k] = static_cast<Real>(scale * sqrt(-2.0 * log(u1)) * cospi(2.0 * u2));
+  }
+}
+
+template <class Real>
+void fill(Real* x, index_t count, unsigned long long seed) {
+  fill_normal<Real><<<1024, 256>>>(x, count, seed, Real(1));
+  SINKGRAD_CUDA_CHECK_LAUNCH("fill_normal");
+}
+
+double copy_bandwidth_gbs = 0;  // bytes read + written per second / 1e9, measured in main
+
+struct Row {
+  std::string name;
+  double ms;
+  double gbs;
+};
+std::vector<Row>& rows() {
+  static std::vector<Row> r;
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Device copy of 2 GiB, median of 20: the bandwidth ceiling of this run.
+double measure_copy_bandwidth() {
+  const std::size_t bytes = std::size_t(1) << 31;
+  cuda::DeviceBuffer a(bytes), b(bytes);
+  cuda::fill_bytes(a.data(), 1, bytes);
+  cudaEvent_t start, stop;
+  SINKGRAD_CUDA_CHECK(cudaEventCreate(&start));
+  SINKGRAD_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  for (int k = 0; k < 22; ++k) {
+    SINKGRAD_CUDA_CHECK(cudaEventRecord(start));
+    SINKGRAD_CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice));
+    SINKGRAD_CUDA_CHECK(cudaEventRecord(stop));
+    SINKGRAD_CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    SINKGRAD_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    if (k >= 2) ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return 2.0 * double(bytes) / (median(ms) * 1e6);
+}
+
+enum class Kernel {
+  forward,
+  unrolled,
+  cg_plain_schur,
+  cg_plain_block,
+  cg_corrected,
+  direct_corrected,
+  direct_plain
+};
+
+const char* kernel_name(Kernel k) {
+  switch (k) {
+    case Kernel::forward:
+      return "forward";
+    case Kernel::unrolled:
+      return "unrolled";
+    case Kernel::cg_plain_schur:
+      return "cg_plain(schur)";
+    case Kernel::cg_plain_block:
+      return "cg_plain(block)";
+    case Kernel::cg_corrected:
+      return "cg_corrected";
+    case Kernel::direct_corrected:
+      return "direct(corrected)";
+    case Kernel::direct_plain:
+      return "direct(plain)";
+  }
+  return "?";
+}
+
+// The solvers' auto CG settings (solvers/*/..._solver.cpp): tolerance 1e-5 / 1e-12, 2n or 4n.
+template <class Real>
+math::CgSettings<Real> auto_settings(int iterations) {
+  return {iterations, sizeof(Real) == 4 ? Real(1e-5) : Real(1e-12)};
+}
+
+template <class Real>
+void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
+  const int n = p.grad_output.n;
+  switch (kernel) {
+    case Kernel::forward:
+      cuda::sinkhorn_forward<Real>(p.logits, forward_iterations, r.grad_logits, nullptr);
+      break;
+    case Kernel::unrolled:
+      cuda::unrolled(p, r);
+      break;
+    case Kernel::cg_plain_schur:
+      cuda::cg_plain(p, r, math::PlainSystem::schur, auto_settings<Real>(2 * n));
+      break;
+    case Kernel::cg_plain_block:
+      cuda::cg_plain(p, r, math::PlainSystem::block, auto_settings<Real>(4 * n));
+      break;
+    case Kernel::cg_corrected:
+      cuda::cg_corrected(p, r, auto_settings<Real>(2 * n));
+      break;
+    case Kernel::direct_corrected:
+      cuda::direct(p, r, math::SchurSystem::corrected);
+      break;
+    case Kernel::direct_plain:
+      cuda::direct(p, r, math::SchurSystem::plain);
+      break;
+  }
+}
+
+template <class Real>
+void bench(benchmark::State& state, const std::string& name, Kernel kernel, int n) {
+  const index_t batch = bench_batch();
+  const index_t count = batch * n * n;
+  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(Real);
+  // Enough sets that two consecutive repetitions never share inputs and the inputs of one
+  // set (2 or 3 arrays) exceed the L2 several times over.
+  const int sets = bytes >= (std::size_t(1) << 30) ? 1 : 2;
+  struct Set {
+    cuda::DeviceBuffer M, R, G;
+  };
+  std::vector<Set> inputs(static_cast<std::size_t>(sets));
+  for (int s = 0; s < sets; ++s) {
+    Set& set = inputs[static_cast<std::size_t>(s)];
+    set.M = cuda::DeviceBuffer(bytes);
+    set.G = cuda::DeviceBuffer(bytes);
+    if (kernel != Kernel::forward && kernel != Kernel::unrolled) set.R = cuda::DeviceBuffer(bytes);
+    fill(set.M.as<Real>(), count, 1000ULL * s + 1);
+    fill(set.G.as<Real>(), count, 1000ULL * s + 2);
+    if (set.R.data() != nullptr)
+      cuda::sinkhorn_forward<Real>({set.M.as<const Real>(), batch, n, MemorySpace::device},
+                                   forward_iterations,
+                                   {set.R.as<Real>(), batch, n, MemorySpace::device}, nullptr);
+  }
+  cuda::DeviceBuffer grad(bytes), status(batch * sizeof(SolveStatus)),
+      iterations(batch * sizeof(std::int32_t));
+  BackwardResult<Real> result{{grad.as<Real>(), batch, n, MemorySpace::device},
+                              status.as<SolveStatus>(),
+                              iterations.as<std::int32_t>()};
+  const auto problem_of = [&](int s) {
+    const Set& set = inputs[static_cast<std::size_t>(s)];
+    return BackwardProblem<Real>{{set.M.as<const Real>(), batch, n, MemorySpace::device},
+                                 {set.R.as<const Real>(), batch, n, MemorySpace::device},
+                                 {set.G.as<const Real>(), batch, n, MemorySpace::device},
+                                 forward_iterations};
+  };
+  run_kernel<Real>(kernel, problem_of(0), result);  // warm-up (module load, attributes)
+  cuda::synchronize(kernel_name(kernel));
+
+  cudaEvent_t start, stop;
+  SINKGRAD_CUDA_CHECK(cudaEventCreate(&start));
+  SINKGRAD_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> times;
+  int repetition = 0;
+  for (auto _ : state) {
+    const BackwardProblem<Real> problem = problem_of(++repetition % sets);
+    SINKGRAD_CUDA_CHECK(cudaEventRecord(start));
+    run_kernel<Real>(kernel, problem, result);
+    SINKGRAD_CUDA_CHECK(cudaEventRecord(stop));
+    SINKGRAD_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    SINKGRAD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(ms / 1e3);
+    times.push_back(ms);
+  }
+  cuda::synchronize(kernel_name(kernel));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+
+  const double moved = double(bytes) * (kernel == Kernel::forward ? 2 : 3);
+  const double ms = median(times);
+  const double gbs = moved / (ms * 1e6);
+  state.counters["GB/s"] = gbs;
+  state.counters["of_copy"] = gbs / copy_bandwidth_gbs;
+  state.counters["median_ms"] = ms;
+  rows().push_back({name, ms, gbs});
+}
+
+void register_all() {
+  benchmark::RegisterBenchmark("copy/device_to_device",
+                               [](benchmark::State& state) {
+                                 for (auto _ : state) state.SetIterationTime(1e-3);
+                                 state.counters["GB/s"] = copy_bandwidth_gbs;
+                               })
+      ->Iterations(1)
+      ->UseManualTime();
+  const Kernel kernels[] = {Kernel::forward,        Kernel::unrolled,     Kernel::cg_plain_schur,
+                            Kernel::cg_plain_block, Kernel::cg_corrected, Kernel::direct_corrected,
+                            Kernel::direct_plain};
+  for (Kernel kernel : kernels)
+    for (int n : {4, 8, 16, 32}) {
+      if (kernel == Kernel::direct_plain && n > 16) continue;  // Jacobi: O(n^3) per sweep
+      for (int precision = 0; precision < 2; ++precision) {
+        const std::string name = std::string(kernel_name(kernel)) + "/n" + std::to_string(n) +
+                                 (precision == 0 ? "/f32" : "/f64");
+        benchmark::internal::Benchmark* b = nullptr;
+        if (precision == 0)
+          b = benchmark::RegisterBenchmark(name.c_str(), [name, kernel, n](benchmark::State& s) {
+            bench<float>(s, name, kernel, n);
+          });
+        else
+          b = benchmark::RegisterBenchmark(name.c_str(), [name, kernel, n](benchmark::State& s) {
+            bench<double>(s, name, kernel, n);
+          });
+        b->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(8);
+      }
+    }
+}
+
+}  // namespace
+}  // namespace sinkgrad
+
+int main(int argc, char** argv) {
+  using namespace sinkgrad;
+  benchmark::Initialize(&argc, argv);
+  cuda::require_device();
+  cudaDeviceProp prop{};
+  SINKGRAD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  copy_bandwidth_gbs = measure_copy_bandwidth();
+  std::printf("device: %s, %d SMs, L2 %d MB; B = %lld, T = %d; copy ceiling %.0f GB/s\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20,
+              static_cast<long long>(bench_batch()), forward_iterations, copy_bandwidth_gbs);
+  register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::printf(
+      "\n| kernel / n / dtype | ms (median) | GB/s | of copy (%.0f GB/s) |\n|---|---|---|---|\n",
+      copy_bandwidth_gbs);
+  for (const auto& row : rows())
+    std::printf("| %s | %.3f | %.0f | %.2f |\n", row.name.c_str(), row.ms, row.gbs,
+                row.gbs / copy_bandwidth_gbs);
+  return 0;
+}
