@@ -14,6 +14,7 @@
 #include "core/sinkhorn_forward.hpp"
 #include "core/solver_registry.hpp"
 #include "experiments/cli/command.hpp"
+#include "experiments/cli/interrupt_cleanup.hpp"
 #include "experiments/cli/text_format.hpp"
 #include "experiments/cli/version.hpp"
 #include "experiments/io/hdf5.hpp"
@@ -194,6 +195,7 @@ int run_grad(const po::variables_map& values) {
   GradSummary summary;
   {
     std::optional<ReplaceOnCommit> output;  // created once the inputs are known to be good
+    std::optional<RemoveOnInterrupt> interrupt_guard;
     {
       const h5::File input = h5::File::open(request.input);
       const h5::BatchInfo logits = h5::inspect_batch(input, logits_name);
@@ -207,6 +209,7 @@ int run_grad(const po::variables_map& values) {
         throw UsageError("solver '" + solver->name() + "' does not support " +
                          std::string(to_string(precision)));
       output.emplace(request.output);
+      interrupt_guard.emplace(output->temporary_path());
       const std::string& path = output->temporary_path();
       summary = precision == Precision::float32
                     ? solve_and_write<float>(request, *solver, input, path)

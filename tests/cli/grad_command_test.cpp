@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -261,6 +265,36 @@ TEST(GradCommand, CudaDeviceMatchesTheCpu) {
     check_cuda_against_cpu<double>(name, rng, 1e-9);
     check_cuda_against_cpu<float>(name, rng, 1e-3);
   }
+}
+
+TEST(GradCommand, InterruptLeavesNoTemporaryFile) {
+  auto rng = make_rng(7);
+  const ScratchDir dir;
+  // A forward of 10^6 iterations: still running when interrupted.
+  write_grad_input(dir.file("in.h5"), uniform_batch<float>(rng, 1024, 16, 0.0, 4.0),
+                   normal_batch<float>(rng, 1024, 16));
+  const std::string input = dir.file("in.h5"), output = dir.file("out.h5");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen("/dev/null", "w", stderr);
+    ::execl(SINKGRAD_CLI_PATH, "sinkgrad", "grad", "-i", input.c_str(), "-o", output.c_str(), "-s",
+            "unrolled", "-T", "1000000", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  auto temporary_exists = [&] {
+    for (const std::string& name : dir.entries())
+      if (name.rfind(".out.h5.tmp", 0) == 0) return true;
+    return false;
+  };
+  for (int wait = 0; wait < 600 && !temporary_exists(); ++wait) ::usleep(50000);
+  EXPECT_TRUE(temporary_exists()) << "the temporary output never appeared";
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"in.h5"});
 }
 
 }  // namespace
