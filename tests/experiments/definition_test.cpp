@@ -1,0 +1,245 @@
+// Study definitions: a valid one is read completely, and every kind of mistake is rejected
+// by parse_definition (before anything is computed) with a message naming the key and what
+// it accepts.
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/solver_registry.hpp"
+#include "experiments/study/definition.hpp"
+#include "experiments/study/sweep.hpp"
+
+namespace sinkgrad::study {
+namespace {
+
+const std::string base = R"([inputs]
+n = 4
+batch = 2
+logits = uniform(0, 4)
+[forward]
+T = 2
+[solvers]
+use = cg_corrected
+)";
+
+StudyDefinition parse(const std::string& text) {
+  return parse_definition(text, SINKGRAD_SOURCE_DIR, SolverRegistry::global(), "test.ini");
+}
+
+// The message of the DefinitionError that parsing `text` throws ("" when it does not throw).
+std::string rejection(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const DefinitionError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// Replaces the line starting with `key =` in the base definition (or appends `line`).
+std::string with(const std::string& key, const std::string& line) {
+  std::string text = base;
+  const auto at = text.find("\n" + key + " =");
+  if (at == std::string::npos) return text + line + "\n";
+  const auto end = text.find('\n', at + 1);
+  return text.replace(at + 1, end - at - 1, line);
+}
+
+TEST(Definition, ReadsEverySection) {
+  const StudyDefinition d = parse(R"(# a comment
+[study]
+name = demo
+description = every section
+[inputs]
+n = 4, 8
+batch = 16
+logits = uniform(0, 4), normal(2), near_permutation(6, 0.5), file(data/logits.h5, peaked_n8)
+seed = 1, 2
+[forward]
+T = 1, 5
+precision = float32, float64
+[solvers]
+use = all
+[solver.cg_corrected]
+max_iterations = 2, 4, auto
+[solver.cg_plain]
+system = schur, block
+[run]
+devices = cpu
+[references]
+converged_tolerance = 1e-12
+converged_max_T = 4096
+[measure]
+iterate_errors = false
+timing_repeats = 5
+)");
+  EXPECT_EQ(d.name, "demo");
+  EXPECT_EQ(d.sizes, (std::vector<int>{4, 8}));
+  EXPECT_EQ(d.batch, 16);
+  ASSERT_EQ(d.logits.size(), 4u);
+  EXPECT_EQ(d.logits[0].text, "uniform(0, 4)");
+  EXPECT_EQ(d.logits[1].text, "normal(2)");
+  EXPECT_EQ(d.logits[2].text, "near_permutation(6, 0.5)");
+  EXPECT_TRUE(d.logits[3].from_file());
+  EXPECT_EQ(d.logits[3].dataset, "peaked_n8");
+  EXPECT_EQ(d.seeds.size(), 2u);
+  EXPECT_EQ(d.iterations, (std::vector<int>{1, 5}));
+  EXPECT_EQ(d.precisions.size(), 2u);
+  EXPECT_EQ(d.solvers.size(), SolverRegistry::global().names().size());
+  for (const SolverSweep& s : d.solvers) {
+    if (s.name == "cg_corrected") {
+      EXPECT_EQ(s.option_sets.size(), 3u);
+    }
+    if (s.name == "cg_plain") {
+      EXPECT_EQ(s.option_sets.size(), 2u);
+    }
+    for (const auto& options : s.option_sets)  // complete: every declared option has a value
+      EXPECT_EQ(options.size(), SolverRegistry::global().info(s.name).options.size());
+  }
+  EXPECT_EQ(d.devices, (std::vector<std::string>{"cpu"}));
+  EXPECT_EQ(d.converged_tolerance, 1e-12);
+  EXPECT_EQ(d.converged_max_iterations, 4096);
+  EXPECT_FALSE(d.iterate_errors);
+  EXPECT_EQ(d.timing_repeats, 5);
+
+  // The sweep: generated sources for each n, the file source once (n from the file).
+  const Sweep sweep = expand_sweep(d, {Device::cpu});
+  EXPECT_EQ(sweep.inputs.size(), (3 * 2 + 1) * 2u);
+  std::size_t configurations = 0;
+  for (const SolverSweep& s : d.solvers) configurations += s.option_sets.size();
+  EXPECT_EQ(sweep.runs.size(), sweep.inputs.size() * 2 * 2 * configurations);
+  std::set<std::string> ids;
+  for (const RunSpec& run : sweep.runs) ids.insert(run.id);
+  EXPECT_EQ(ids.size(), sweep.runs.size()) << "run ids must be unique";
+}
+
+TEST(Definition, DefaultsWhenOptionalKeysAreLeftOut) {
+  const StudyDefinition d = parse(base);
+  EXPECT_EQ(d.seeds, (std::vector<std::uint64_t>{1}));
+  EXPECT_EQ(d.precisions, (std::vector<Precision>{Precision::float64}));
+  EXPECT_EQ(d.devices, (std::vector<std::string>{"default"}));
+  EXPECT_EQ(d.converged_tolerance, 1e-13);
+  EXPECT_TRUE(d.iterate_errors);
+}
+
+TEST(Definition, RunIdsDoNotDependOnListOrder) {
+  const auto ids = [](const std::string& text) {
+    std::set<std::string> out;
+    for (const RunSpec& run : expand_sweep(parse(text), {Device::cpu}).runs) out.insert(run.id);
+    return out;
+  };
+  const std::string a = with("n", "n = 4, 8") + "[solver.cg_corrected]\nmax_iterations = 2, 4\n";
+  const std::string b = with("n", "n = 8, 4") + "[solver.cg_corrected]\nmax_iterations = 4, 2\n";
+  EXPECT_EQ(ids(a), ids(b));
+  EXPECT_EQ(ids(a).size(), 4u);
+}
+
+struct BadDefinition {
+  const char* what;
+  std::string text;
+  std::vector<std::string> message_parts;
+};
+
+TEST(Definition, EveryMistakeIsRejectedWithItsMessage) {
+  const std::vector<BadDefinition> cases = {
+      {"unknown key",
+       with("n", "sizes = 4"),
+       {"[inputs] sizes", "unknown key 'sizes'", "allowed keys: batch, logits, n, seed"}},
+      {"unknown section", base + "[inptus]\nn = 4\n", {"unknown section [inptus]", "[inputs]"}},
+      {"key outside any section", "n = 4\n" + base, {"'n' is outside any section"}},
+      {"wrong type: text for an integer",
+       with("n", "n = four"),
+       {"[inputs] n", "'four' is not an integer", "integers >= 1"}},
+      {"wrong type: fraction for an integer",
+       with("T", "T = 2.5"),
+       {"[forward] T", "'2.5' is not an integer"}},
+      {"integer out of range", with("batch", "batch = 0"), {"[inputs] batch", "below 1"}},
+      {"several values for a single-valued key",
+       with("batch", "batch = 2, 4"),
+       {"[inputs] batch", "takes one value"}},
+      {"empty sweep: n", with("n", "n ="), {"[inputs] n", "the list is empty"}},
+      {"empty sweep: T", with("T", "T = "), {"[forward] T", "the list is empty"}},
+      {"empty sweep: solvers", with("use", "use ="), {"[solvers] use", "the list is empty"}},
+      {"empty sweep: a solver option",
+       base + "[solver.cg_corrected]\nmax_iterations =\n",
+       {"[solver.cg_corrected] max_iterations", "empty"}},
+      {"missing key", with("T", ""), {"[forward] T", "missing"}},
+      {"listed twice", with("n", "n = 4, 4"), {"[inputs] n", "'4' is listed twice"}},
+      {"key given twice", base + "[inputs]\nseed = 3\nseed = 4\n", {"[inputs] seed", "twice"}},
+      {"unknown solver",
+       with("use", "use = cg_fancy"),
+       {"[solvers] use", "unknown solver 'cg_fancy'", "cg_corrected", "unrolled"}},
+      {"unknown solver section",
+       base + "[solver.cg_fancy]\nmax_iterations = 2\n",
+       {"[solver.cg_fancy] max_iterations", "unknown solver 'cg_fancy'"}},
+      {"unknown option",
+       base + "[solver.cg_corrected]\nmax_iter = 2\n",
+       {"[solver.cg_corrected] max_iter", "unknown option 'max_iter'", "max_iterations"}},
+      {"option value of the wrong type",
+       base + "[solver.cg_corrected]\nmax_iterations = 0\n",
+       {"[solver.cg_corrected] max_iterations", "'0' is not an integer >= 1 or auto"}},
+      {"option choice not offered",
+       with("use", "use = cg_plain") + "[solver.cg_plain]\n"
+                                       "system = dense\n",
+       {"[solver.cg_plain] system", "'dense' is not one of: schur, block"}},
+      {"options for a solver not in use",
+       base + "[solver.cg_plain]\nsystem = block\n",
+       {"[solver.cg_plain] system", "[solvers] use does not list"}},
+      {"unknown distribution",
+       with("logits", "logits = cauchy(1)"),
+       {"[inputs] logits", "unknown distribution 'cauchy'", "uniform(low, high)"}},
+      {"distribution without arguments",
+       with("logits", "logits = uniform"),
+       {"[inputs] logits", "'uniform' is not a distribution"}},
+      {"distribution arguments",
+       with("logits", "logits = normal(1, 2)"),
+       {"[inputs] logits", "takes 1 argument"}},
+      {"distribution argument of the wrong type",
+       with("logits", "logits = uniform(0, x)"),
+       {"[inputs] logits", "'x' is not a finite number"}},
+      {"empty uniform range", with("logits", "logits = uniform(4, 0)"), {"needs low < high"}},
+      {"missing logits file",
+       with("logits", "logits = file(no/such.h5, logits)"),
+       {"[inputs] logits", "no/such.h5"}},
+      {"missing dataset in the logits file",
+       with("logits", "logits = file(data/logits.h5, nope)"),
+       {"[inputs] logits", "nope", "mhc_like_n4"}},
+      {"unknown precision",
+       with("T", "T = 2\nprecision = float16"),
+       {"[forward] precision", "'float16' is not a precision", "float32, float64"}},
+      {"unknown device",
+       base + "[run]\ndevices = tpu\n",
+       {"[run] devices", "'tpu' is not a device", "cpu, cuda, default"}},
+      {"boolean",
+       base + "[measure]\niterate_errors = maybe\n",
+       {"[measure] iterate_errors", "'maybe' is not a boolean"}},
+      {"timing repeats",
+       base + "[measure]\ntiming_repeats = 0\n",
+       {"[measure] timing_repeats", "below 1"}},
+      {"tolerance",
+       base + "[references]\nconverged_tolerance = -1\n",
+       {"[references] converged_tolerance", "must be > 0"}},
+      {"syntax", base + "this line has no equals sign\n", {"syntax error"}},
+  };
+  for (const BadDefinition& c : cases) {
+    const std::string message = rejection(c.text);
+    ASSERT_FALSE(message.empty()) << c.what << ": accepted:\n" << c.text;
+    EXPECT_NE(message.find("test.ini"), std::string::npos) << c.what << ": " << message;
+    for (const std::string& part : c.message_parts)
+      EXPECT_NE(message.find(part), std::string::npos)
+          << c.what << ": '" << part << "' missing from: " << message;
+  }
+}
+
+TEST(Definition, SplitListKeepsParenthesesTogether) {
+  EXPECT_EQ(split_list("uniform(0, 4), normal(2) ,x"),
+            (std::vector<std::string>{"uniform(0, 4)", "normal(2)", "x"}));
+  EXPECT_TRUE(split_list("  ").empty());
+  EXPECT_EQ(split_list("a,,b"), (std::vector<std::string>{"a", "", "b"}));
+}
+
+}  // namespace
+}  // namespace sinkgrad::study
