@@ -9,7 +9,7 @@
 #include <string>
 
 #if defined(SINKGRAD_WITH_CUDA)
-#include <cuda_runtime_api.h>
+#include "kernels/device_memory.hpp"
 #endif
 
 #include "core/plugin_loader.hpp"
@@ -100,11 +100,7 @@ TEST(PluginCli, GradWritesTheLibrarysGradient) {
 
 #if defined(SINKGRAD_WITH_CUDA)
 TEST(PluginCli, GradOnCudaRunsThePluginsCudaVariant) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    cudaGetLastError();
-    GTEST_SKIP() << "no CUDA device";
-  }
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   expect_grad_matches_library<double>("cuda");
   expect_grad_matches_library<float>("cuda");
 }

@@ -10,13 +10,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #if defined(SINKGRAD_WITH_CUDA)
-#include <cuda_runtime_api.h>
+#include "kernels/device_memory.hpp"
 #endif
 
 #include "core/plugin_loader.hpp"
@@ -300,23 +301,12 @@ TEST(TruncatedUnrolled, BadInputGetsAStatusNotANeighboursNaN) {
 }
 
 #if defined(SINKGRAD_WITH_CUDA)
-// Device copies of host data, freed at scope exit.
 template <class T>
-struct DeviceArray {
-  T* data = nullptr;
-  explicit DeviceArray(const std::vector<T>& host) {
-    EXPECT_EQ(cudaMalloc(&data, host.size() * sizeof(T)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
-              cudaSuccess);
-  }
-  ~DeviceArray() { cudaFree(data); }
-  std::vector<T> download(size_t count) const {
-    std::vector<T> host(count);
-    EXPECT_EQ(cudaMemcpy(host.data(), data, count * sizeof(T), cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    return host;
-  }
-};
+std::vector<T> download(const cuda::DeviceBuffer& buffer, index_t count) {
+  std::vector<T> host(static_cast<size_t>(count));
+  cuda::copy_to_host(host.data(), buffer.data(), host.size() * sizeof(T));
+  return host;
+}
 
 template <class Real>
 void expect_cuda_matches_cpu(int n, int T, int k) {
@@ -328,31 +318,26 @@ void expect_cuda_matches_cpu(int n, int T, int k) {
   const auto solver = truncated(k);
   const auto cpu = solve_cpu(*solver, M, G, T);
 
-  const auto R = forward(M, T);
-  const auto size = static_cast<size_t>(M.size());
-  DeviceArray<Real> dM({M.data(), M.data() + size}), dR({R.data(), R.data() + size}),
-      dG({G.data(), G.data() + size}), dgrad(std::vector<Real>(size)),
-      dhistory(std::vector<Real>(static_cast<size_t>(B * cpu.stride)));
-  DeviceArray<SolveStatus> dstatus(std::vector<SolveStatus>(static_cast<size_t>(B)));
-  DeviceArray<std::int32_t> diterations(std::vector<std::int32_t>(static_cast<size_t>(B)));
-  const auto view = [&](Real* data) { return BatchView<Real>{data, B, n, MemorySpace::device}; };
-  solver->solve(BackwardProblem<Real>{view(dM.data), view(dR.data), view(dG.data), T},
-                BackwardResult<Real>{view(dgrad.data), dstatus.data, diterations.data,
-                                     dhistory.data, cpu.stride},
-                Device::cuda);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const auto grad = dgrad.download(size);
-  const auto status = dstatus.download(static_cast<size_t>(B));
-  const auto iterations = diterations.download(static_cast<size_t>(B));
-  const auto history = dhistory.download(static_cast<size_t>(B * cpu.stride));
+  const cuda::DeviceBatch<Real> dM(M), dR(forward(M, T)), dG(G);
+  cuda::DeviceBatch<Real> dgrad(B, n);
+  const cuda::DeviceBuffer dstatus(B * sizeof(SolveStatus)), diterations(B * sizeof(std::int32_t)),
+      dhistory(B * cpu.stride * sizeof(Real));
+  solver->solve(
+      BackwardProblem<Real>{dM.view(), dR.view(), dG.view(), T},
+      BackwardResult<Real>{dgrad.view(), dstatus.as<SolveStatus>(), diterations.as<std::int32_t>(),
+                           dhistory.as<Real>(), cpu.stride},
+      Device::cuda);
+  cuda::synchronize("truncated_unrolled on cuda");
+  const HostBatch<Real> grad = dgrad.download();
+  const auto status = download<SolveStatus>(dstatus, B);
+  const auto iterations = download<std::int32_t>(diterations, B);
+  const auto history = download<Real>(dhistory, B * cpu.stride);
   const double tolerance = std::is_same_v<Real, float> ? 1e-5 : 1e-13;
   for (index_t b = 0; b < B; ++b) {
     ASSERT_EQ(status[b], cpu.status[b]) << "b=" << b;
     ASSERT_EQ(iterations[b], cpu.iterations[b]) << "b=" << b;
     if (cpu.status[b] != SolveStatus::ok) continue;
-    const Real* g = grad.data() + b * n * n;
-    EXPECT_LT(relative_error(std::vector<Real>(g, g + n * n), matrix_of(cpu.grad, b)), tolerance)
-        << "b=" << b;
+    EXPECT_LT(relative_error(matrix_of(grad, b), matrix_of(cpu.grad, b)), tolerance) << "b=" << b;
     for (int j = 0; j < cpu.stride; ++j) {
       const Real a = history[b * cpu.stride + j], c = cpu.history[b * cpu.stride + j];
       if (std::isnan(c))
@@ -364,11 +349,7 @@ void expect_cuda_matches_cpu(int n, int T, int k) {
 }
 
 TEST(TruncatedUnrolledCuda, MatchesTheCpuVariant) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    cudaGetLastError();
-    GTEST_SKIP() << "no CUDA device";
-  }
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   expect_cuda_matches_cpu<double>(4, 20, 3);
   expect_cuda_matches_cpu<double>(8, 10, 10);
   expect_cuda_matches_cpu<float>(8, 20, 1);
