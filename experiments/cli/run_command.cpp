@@ -2,6 +2,7 @@
 // and writes its HDF5 log. The definition is checked completely, and the devices resolved,
 // before anything is computed; each run is written and flushed when it finishes.
 
+#include <csignal>
 #include <iostream>
 
 #include "core/solver_registry.hpp"
@@ -14,6 +15,41 @@
 
 namespace sinkgrad::cli {
 namespace {
+
+// Exit code after a stop on SIGINT / SIGTERM (the finished runs are in the log): 128 + SIGINT,
+// as a shell reports an interrupted command.
+constexpr int exit_interrupted = 130;
+
+// The first SIGINT / SIGTERM asks the sweep to stop after the run in progress (which is then
+// written, so the log stays complete); a second one ends the process at once.
+volatile std::sig_atomic_t stop_requested = 0;
+
+extern "C" void request_stop(int signal) {
+  if (stop_requested != 0) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    return;
+  }
+  stop_requested = 1;
+}
+
+// Installs request_stop for the lifetime of a sweep and restores the previous handlers.
+class StopOnInterrupt {
+ public:
+  StopOnInterrupt()
+      : previous_int_(std::signal(SIGINT, request_stop)),
+        previous_term_(std::signal(SIGTERM, request_stop)) {}
+  ~StopOnInterrupt() {
+    std::signal(SIGINT, previous_int_);
+    std::signal(SIGTERM, previous_term_);
+  }
+  StopOnInterrupt(const StopOnInterrupt&) = delete;
+  StopOnInterrupt& operator=(const StopOnInterrupt&) = delete;
+
+ private:
+  void (*previous_int_)(int);
+  void (*previous_term_)(int);
+};
 
 // DEFINITION.ini -> DEFINITION.h5 next to it.
 std::string default_output(const std::string& definition) {
@@ -45,8 +81,11 @@ int run_run(const po::variables_map& values) {
   options.progress = !values.count("quiet") && study::stderr_is_terminal();
   options.tool_version = version;
 
+  options.stop_requested = &stop_requested;
+
   study::RunnerSummary summary;
   try {
+    const StopOnInterrupt stop_on_interrupt;
     summary = study::run_study(definition, options);
   } catch (const study::DefinitionError& error) {
     throw UsageError(error.what());
@@ -55,9 +94,10 @@ int run_run(const po::variables_map& values) {
             << summary.already_done << " already in the log, " << summary.done_now << " run now, "
             << summary.remaining << " left) in " << fixed(summary.seconds, 1) << " s\n";
   if (summary.remaining > 0)
-    std::cout << "sinkgrad run: stopped by --max-runs; complete it with: sinkgrad run " << path
-              << " --output " << options.output << " --resume\n";
-  return exit_ok;
+    std::cout << "sinkgrad run: stopped by " << (summary.interrupted ? "a signal" : "--max-runs")
+              << "; complete it with: sinkgrad run " << path << " --output " << options.output
+              << " --resume\n";
+  return summary.interrupted ? exit_interrupted : exit_ok;
 }
 
 }  // namespace
@@ -74,8 +114,10 @@ Command make_run_command() {
       "The definition format and the log's schema are in docs/experiments.md; bundled "
       "studies are experiments/*.ini. Each run is written and flushed when it finishes: a "
       "killed sweep keeps every finished run, and --resume runs only the missing ones (a log "
-      "made from another definition is refused). An existing log is never overwritten without "
-      "--resume. A wrong definition is rejected before anything is computed (exit code 2).\n"
+      "made from another definition is refused). Ctrl-C (SIGINT) or SIGTERM stops after the run "
+      "in progress is written (exit code 130); a second one stops at once. An existing log is "
+      "never overwritten without --resume. A wrong definition is rejected before anything is "
+      "computed (exit code 2).\n"
       "Pictures: python3 experiments/plot.py LOG.h5\n"
       "Example: sinkgrad run experiments/headline.ini --output results/headline.h5 --resume";
   command.add_options = [](po::options_description& options) {

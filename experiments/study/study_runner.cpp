@@ -341,14 +341,18 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
 
   Runner runner(definition, log);
   ProgressLine progress(planned, options.progress);
+  const auto stop = [&] {
+    summary.interrupted = options.stop_requested != nullptr && *options.stop_requested != 0;
+    return summary.interrupted;
+  };
   std::size_t next = 0;
-  while (next < planned) {
+  while (next < planned && !stop()) {
     const std::size_t input_index = todo[next]->input;
     const InputSpec& input = sweep.inputs[input_index];
     const InputData data = make_input_data(input);
     if (!log.has_input(input)) log.write_input(input, data.logits, data.grad_output);
     InputReferences references;
-    for (; next < planned && todo[next]->input == input_index; ++next) {
+    for (; next < planned && todo[next]->input == input_index && !stop(); ++next) {
       progress.update(summary.done_now, run_label(*todo[next], input));
       const RunRecord record = runner.run(*todo[next], input, data, references);
       log.write_run(*todo[next], input, record);

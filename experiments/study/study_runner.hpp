@@ -4,6 +4,7 @@
 // soon as it finishes. Everything that can be checked (devices, solver support) is checked
 // before the first computation.
 
+#include <csignal>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -21,13 +22,17 @@ struct RunnerOptions {
   std::optional<std::size_t> max_runs;  // stop after this many new runs (the log stays resumable)
   bool progress = false;                // draw the progress line (on a terminal)
   std::string tool_version;
+  // When not null and set (e.g. by a SIGINT handler), the sweep stops after the run in progress
+  // has been written: the log stays complete and resumable.
+  const volatile std::sig_atomic_t* stop_requested = nullptr;
 };
 
 struct RunnerSummary {
   std::size_t total = 0;         // runs in the sweep
   std::size_t already_done = 0;  // found finished in the log
   std::size_t done_now = 0;
-  std::size_t remaining = 0;  // left for a later --resume (max_runs)
+  std::size_t remaining = 0;  // left for a later --resume (max_runs or a stop request)
+  bool interrupted = false;   // stopped by stop_requested
   double seconds = 0;
 };
 

@@ -55,6 +55,37 @@ TEST(RunCommand, StopsAfterMaxRunsAndResumes) {
   EXPECT_EQ(finished_runs(log), total);
 }
 
+TEST(RunCommand, InterruptStopsAfterTheRunInProgressAndResumes) {
+  const ScratchDir dir;
+  const std::string definition = dir.file("long.ini");
+  write_text(definition,
+             "[inputs]\nn = 8, 16\nbatch = 64\nlogits = uniform(0, 4), uniform(0, 10)\n"
+             "[forward]\nT = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10\n[solvers]\nuse = all\n"
+             "[solver.cg_corrected]\nmax_iterations = 8, 16, 32\ntolerance = 0\n"
+             "[run]\ndevices = cpu\n");
+  const std::string log = dir.file("long.h5");
+  // SIGINT half a second after the log appears (the handler is installed before it is made).
+  const std::string script = sinkgrad::testing::shell_quoted(SINKGRAD_CLI_PATH) + " run " +
+                             sinkgrad::testing::shell_quoted(definition) + " --output " +
+                             sinkgrad::testing::shell_quoted(log) + " > " + dir.file("out") +
+                             " 2>&1 & pid=$!; i=0; " + "while [ ! -s " + log +
+                             " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; " +
+                             "sleep 0.5; kill -INT $pid; wait $pid; echo $? > " + dir.file("code");
+  ASSERT_EQ(std::system(("sh -c " + sinkgrad::testing::shell_quoted(script)).c_str()), 0);
+  const std::string code = sinkgrad::testing::read_text(dir.file("code"));
+  const std::string out = sinkgrad::testing::read_text(dir.file("out"));
+  if (code == "0\n") GTEST_SKIP() << "the sweep finished before the signal: " << out;
+  ASSERT_EQ(code, "130\n") << out;
+  EXPECT_TRUE(contains(out, "stopped by a signal")) << out;
+  const std::size_t kept = finished_runs(log);
+  EXPECT_GT(kept, 0u) << out;
+
+  const auto result = run_cli({"run", definition, "--output", log, "--resume"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.out, std::to_string(kept) + " already in the log")) << result.out;
+  EXPECT_EQ(finished_runs(log), 240u);
+}
+
 TEST(RunCommand, WrongDefinitionIsRejectedBeforeAnythingIsWritten) {
   const ScratchDir dir;
   const std::string definition = dir.file("bad.ini");
