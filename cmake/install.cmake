@@ -33,6 +33,12 @@ if(TARGET sinkgrad_cli)
   install(TARGETS sinkgrad_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 
+# Where the package looks for the CUDA toolkit first (the one this build used).
+set(SINKGRAD_CUDA_TOOLKIT_ROOT "")
+if(SINKGRAD_WITH_CUDA)
+  get_filename_component(SINKGRAD_CUDA_TOOLKIT_ROOT "${CUDAToolkit_BIN_DIR}" DIRECTORY)
+endif()
+
 install(EXPORT sinkgradTargets NAMESPACE sinkgrad:: DESTINATION ${SINKGRAD_INSTALL_CMAKEDIR})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/sinkgradConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/cmake/sinkgradConfig.cmake

@@ -145,6 +145,15 @@ TEST(PluginLoader, RefusesASharedLibraryWithoutEntryPoints) {
   EXPECT_NE(message.find("SINKGRAD_PLUGIN"), std::string::npos) << message;
 }
 
+TEST(PluginLoader, PassesOnWhyASharedLibraryCannotBeLoaded) {
+  auto registry = fresh_registry();
+  const std::string message = refusal(SINKGRAD_TEST_UNRESOLVED_SYMBOL_PLUGIN, *registry);
+  EXPECT_NE(message.find("is a shared library that cannot be loaded: "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("sinkgrad_test_function_that_nobody_defines"), std::string::npos)
+      << message;
+}
+
 TEST(PluginLoader, RefusesAnAbiMismatch) {
   auto registry = fresh_registry();
   const auto names_before = registry->names();
