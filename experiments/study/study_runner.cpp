@@ -23,6 +23,8 @@
 #include "experiments/study/sweep.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include <cuda_runtime_api.h>
+
+#include "kernels/device_memory.hpp"
 #endif
 
 namespace sinkgrad::study {
@@ -96,6 +98,63 @@ std::string devices_text(const std::vector<Device>& devices) {
   }
   return text;
 }
+
+#if defined(SINKGRAD_WITH_CUDA)
+void check_cuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw Error(std::string("timing on cuda: ") + what + ": " + cudaGetErrorString(status));
+}
+
+// Seconds of each of `repeats` solves of the problem on the GPU, timed with CUDA events around
+// the solve of device-resident data (the copies to and from the GPU are not timed), after one
+// untimed warm-up solve.
+template <class Real>
+std::vector<double> time_on_gpu(const BackwardSolver& solver, const BackwardProblem<Real>& host,
+                                int repeats) {
+  const index_t batch = host.grad_output.batch;
+  const int n = host.grad_output.n;
+  const auto bytes = static_cast<std::size_t>(host.grad_output.size()) * sizeof(Real);
+  const auto upload = [&](BatchView<const Real> view, cuda::DeviceBuffer& buffer) {
+    buffer = cuda::DeviceBuffer(bytes);
+    cuda::copy_to_device(buffer.data(), view.data, bytes);
+    return BatchView<const Real>{buffer.as<const Real>(), batch, n, MemorySpace::device};
+  };
+  cuda::DeviceBuffer M, R, G;
+  BackwardProblem<Real> problem = host;
+  problem.logits = upload(host.logits, M);
+  problem.forward_output = upload(host.forward_output, R);
+  problem.grad_output = upload(host.grad_output, G);
+  cuda::DeviceBuffer gradient(bytes);
+  cuda::DeviceBuffer status(static_cast<std::size_t>(batch) * sizeof(SolveStatus));
+  cuda::DeviceBuffer iterations(static_cast<std::size_t>(batch) * sizeof(std::int32_t));
+  const BackwardResult<Real> result{{gradient.as<Real>(), batch, n, MemorySpace::device},
+                                    status.as<SolveStatus>(),
+                                    iterations.as<std::int32_t>()};
+  cudaEvent_t start = nullptr, stop = nullptr;
+  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> seconds;
+  try {
+    solver.solve(problem, result, Device::cuda);
+    for (int repeat = 0; repeat < repeats; ++repeat) {
+      check_cuda(cudaEventRecord(start, nullptr), "cudaEventRecord");
+      solver.solve(problem, result, Device::cuda);
+      check_cuda(cudaEventRecord(stop, nullptr), "cudaEventRecord");
+      check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+      float ms = 0;
+      check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+      seconds.push_back(static_cast<double>(ms) * 1e-3);
+    }
+  } catch (...) {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    throw;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return seconds;
+}
+#endif
 
 // Per-iteration residual norms of the batch: a matrix that stopped early keeps its last
 // residual (the one of the iterate it returned), so every k summarises the whole batch.
@@ -215,27 +274,31 @@ class Runner {
     record.vs_unrolled = compare_gradients<Real>(gradient.view(), unrolled.view());
     record.vs_converged = compare_gradients<Real>(gradient.view(), converged.gradient.view());
 
-    // Timing: the same solve repeated without the history, wall clock around the synchronous
-    // call (it returns when the result is written, on either device).
-    HostBatch<Real> scratch(batch, n);
-    std::vector<SolveStatus> scratch_status(count);
-    std::vector<std::int32_t> scratch_iterations(count);
-    const BackwardResult<Real> timed{scratch.view(), scratch_status.data(),
-                                     scratch_iterations.data()};
+    // Timing: the same solve repeated without the history.
     std::vector<double> times;
-    for (int repeat = 0; repeat < definition_.timing_repeats; ++repeat) {
-      const auto t0 = Clock::now();
-      solver->solve(problem, timed, run.device);
-      times.push_back(seconds_since(t0));
+    if (run.device == Device::cuda) {
+#if defined(SINKGRAD_WITH_CUDA)
+      times = time_on_gpu(*solver, problem, definition_.timing_repeats);
+      record.timing_method = "cuda events around the solve of device-resident data";
+#endif
+    } else {
+      // Wall clock around the call, which returns when the result is written.
+      HostBatch<Real> scratch(batch, n);
+      std::vector<SolveStatus> scratch_status(count);
+      std::vector<std::int32_t> scratch_iterations(count);
+      const BackwardResult<Real> timed{scratch.view(), scratch_status.data(),
+                                       scratch_iterations.data()};
+      for (int repeat = 0; repeat < definition_.timing_repeats; ++repeat) {
+        const auto t0 = Clock::now();
+        solver->solve(problem, timed, run.device);
+        times.push_back(seconds_since(t0));
+      }
+      record.timing_method = "wall clock around the solve, host memory";
     }
     record.solve_seconds = median(times);
-    record.solve_seconds_min = *std::min_element(times.begin(), times.end());
+    record.solve_seconds_min =
+        times.empty() ? std::nan("") : *std::min_element(times.begin(), times.end());
     record.timing_repeats = definition_.timing_repeats;
-    record.timing_method =
-        run.device == Device::cpu
-            ? "wall clock around the synchronous solve, host memory"
-            : "wall clock around the synchronous solve from host memory (includes the copies "
-              "to and from the GPU)";
 
     if (stride > 0) {
       const int used = *std::max_element(record.iterations.begin(), record.iterations.end());
