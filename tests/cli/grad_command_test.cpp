@@ -4,11 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 
@@ -277,8 +277,11 @@ TEST(GradCommand, InterruptLeavesNoTemporaryFile) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    std::freopen("/dev/null", "w", stdout);
-    std::freopen("/dev/null", "w", stderr);
+    const int null_fd = ::open("/dev/null", O_WRONLY);
+    if (null_fd >= 0) {
+      ::dup2(null_fd, STDOUT_FILENO);
+      ::dup2(null_fd, STDERR_FILENO);
+    }
     ::execl(SINKGRAD_CLI_PATH, "sinkgrad", "grad", "-i", input.c_str(), "-o", output.c_str(), "-s",
             "unrolled", "-T", "1000000", static_cast<char*>(nullptr));
     ::_exit(127);
