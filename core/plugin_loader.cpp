@@ -230,9 +230,15 @@ std::vector<std::string> plugin_path_from_environment() {
 
 std::vector<LoadedPlugin> load_configured_plugins(
     const std::vector<std::string>& command_line_entries, SolverRegistry& registry) {
-  std::vector<std::string> entries = plugin_path_from_environment();
-  entries.insert(entries.end(), command_line_entries.begin(), command_line_entries.end());
-  return load_plugins(entries, registry);
+  std::vector<LoadedPlugin> loaded;
+  try {
+    loaded = load_plugins(plugin_path_from_environment(), registry);
+  } catch (const Error& error) {
+    throw Error(std::string(error.what()) + " (from " + plugin_path_variable + ")");
+  }
+  const auto more = load_plugins(command_line_entries, registry);
+  loaded.insert(loaded.end(), more.begin(), more.end());
+  return loaded;
 }
 
 std::string plugin_providing(const std::string& name, const SolverRegistry& registry) {

@@ -115,6 +115,17 @@ TEST(PluginLoader, ReadsSinkgradPluginPath) {
       load_configured_plugins({(dir / "libtruncated_unrolled.so").string()}, *registry);
   EXPECT_EQ(both.size(), 2u);
   EXPECT_EQ(both[0].path, both[1].path);
+
+  // A refusal of an entry from the environment says where the entry came from.
+  ASSERT_EQ(setenv(plugin_path_variable, "/no/such/plugin.so", 1), 0);
+  try {
+    load_configured_plugins({}, *registry);
+    ADD_FAILURE() << "a missing plugin from SINKGRAD_PLUGIN_PATH was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("no such file (from SINKGRAD_PLUGIN_PATH)"),
+              std::string::npos)
+        << error.what();
+  }
   unsetenv(plugin_path_variable);
   EXPECT_TRUE(plugin_path_from_environment().empty());
 }
