@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -88,15 +89,19 @@ TEST(ImplicitSolvers, CorrectedAgreesAcrossSolversAndWithBlockReference) {
                                ReferenceSystem::corrected);
         EXPECT_LT(relative_error(direct.grad.data() + b * nn, ref, nn), 1e-10);
         EXPECT_LT(relative_error(cg.grad.data() + b * nn, ref, nn), 1e-10);
-        // The corrected gradient has zero row and column sums (its defining equations).
+        // The corrected gradient has zero row and column sums (its defining equations): rows
+        // to rounding (α is solved exactly from β), columns to CG's residual, which stops at
+        // 1e-12 ||b|| with ||b|| <= 2 sqrt(n) max|G| (observed up to 1.1e-12).
+        double max_g = 0;
+        for (int k = 0; k < nn; ++k) max_g = std::max(max_g, std::fabs(in.G.data()[b * nn + k]));
         for (int i = 0; i < n; ++i) {
           Wide row = 0, column = 0;
           for (int j = 0; j < n; ++j) {
             row += cg.grad(b, i, j);
             column += cg.grad(b, j, i);
           }
-          EXPECT_NEAR(static_cast<double>(row), 0.0, 1e-12);
-          EXPECT_NEAR(static_cast<double>(column), 0.0, 1e-12);
+          EXPECT_NEAR(static_cast<double>(row), 0.0, 1e-13 * n * max_g);
+          EXPECT_NEAR(static_cast<double>(column), 0.0, 2e-11 * n * max_g);
         }
       }
     }
