@@ -146,12 +146,15 @@ double frobenius(const Real* x, int count) {
 }
 
 // Gradient agreement required per matrix, relative to max(||grad||, ||R ⊙ G||) (the scale of
-// the terms the gradient is assembled from). The CG solvers and the corrected direct solve do
-// the same IEEE operations in the same order on both devices (the CUDA code is built with
-// -fmad=false), the unrolled replay and the forward differ by the rounding of exp and log.
+// the terms the gradient is assembled from). The CG solvers do the same IEEE operations in the
+// same order on both devices (the CUDA code is built with -fmad=false; no exp or log): the same
+// bits. The unrolled replay differs by the rounding of exp and log, the corrected direct solve
+// by Eigen's blocked Cholesky against the shared unblocked one (both measured on an H100 below
+// 2e-15 in float64, 3e-6 in float32); the plain direct solve gets its conditioning's bound.
 template <class Real>
-double gradient_bound() {
-  return sizeof(Real) == 8 ? 1e-11 : 1e-4;
+double gradient_bound(const SolverCase& solver) {
+  if (solver.name.rfind("cg", 0) == 0) return 0;
+  return sizeof(Real) == 8 ? 1e-12 : 1e-4;
 }
 
 // The plain direct solve's conditioning. S = I - R^T R is nearly singular along 1 near
@@ -272,7 +275,7 @@ ParityReport expect_parity(const SolverCase& solver, const Inputs<Real>& in,
     }
     scale = std::max({scale, frobenius(rg.data(), nn), 1e-300});
     const double error = std::sqrt(diff) / scale;
-    double bound = gradient_bound<Real>();
+    double bound = gradient_bound<Real>(solver);
     if (pseudo_inverse)
       bound = std::max(bound, 64.0 * n * eps * (condition.kappa + condition.beta_max / scale));
     const double allowed = tie ? std::max(bound, 1e3 * tolerance) : bound;
