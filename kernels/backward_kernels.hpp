@@ -12,6 +12,7 @@
 #include "core/backward_problem.hpp"
 #include "solvers/cg/cg_math.hpp"
 #include "solvers/cg_plain/cg_plain_math.hpp"
+#include "solvers/common/implicit_math.hpp"
 
 namespace sinkgrad::cuda {
 

@@ -1,8 +1,9 @@
-// CUDA batch drivers of `cg_plain` and `cg_corrected` (solvers/cg_plain/cg_plain_math.hpp,
-// solvers/cg_corrected/cg_corrected_math.hpp): CG vectors and marginals in shared memory.
+// CUDA batch drivers of `cg_plain` and `cg_corrected`: the team-form algorithms of
+// solvers/cg_plain/cg_plain_math.hpp and solvers/cg_corrected/cg_corrected_math.hpp, one team
+// of lanes per matrix (kernels/cuda_team.cuh).
 
 #include "kernels/backward_kernels.hpp"
-#include "kernels/per_matrix_launch.cuh"
+#include "kernels/cuda_team.cuh"
 #include "solvers/cg_corrected/cg_corrected_math.hpp"
 #include "solvers/cg_plain/cg_plain_math.hpp"
 
@@ -10,28 +11,31 @@ namespace sinkgrad::cuda {
 namespace {
 
 template <class Real>
-struct CgPlainMatrix {
-  BackwardProblem<Real> problem;
+__device__ Real* history_row(const BackwardResult<Real>& result, index_t b) {
+  return result.residual_history != nullptr ? result.residual_history + b * result.history_stride
+                                            : nullptr;
+}
+
+template <class Real, class Shape>
+struct CgPlainTeam {
   BackwardResult<Real> result;
-  int n;
   math::PlainSystem system;
   math::CgSettings<Real> settings;
-  __device__ MatrixOutcome operator()(index_t b, Real* work, Real* history) const {
-    return math::cg_plain_matrix(problem.forward_output.matrix(b), problem.grad_output.matrix(b),
-                                 result.grad_logits.matrix(b), n, system, settings, work, history);
+  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
+                                      index_t b) const {
+    const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
+    return math::cg_plain_matrix(team, mats, system, settings, history_row(result, b));
   }
 };
 
-template <class Real>
-struct CgCorrectedMatrix {
-  BackwardProblem<Real> problem;
+template <class Real, class Shape>
+struct CgCorrectedTeam {
   BackwardResult<Real> result;
-  int n;
   math::CgSettings<Real> settings;
-  __device__ MatrixOutcome operator()(index_t b, Real* work, Real* history) const {
-    return math::cg_corrected_matrix(problem.forward_output.matrix(b),
-                                     problem.grad_output.matrix(b), result.grad_logits.matrix(b), n,
-                                     settings, work, history);
+  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
+                                      index_t b) const {
+    const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
+    return math::cg_corrected_matrix(team, mats, settings, history_row(result, b));
   }
 };
 
@@ -41,18 +45,26 @@ template <class Real>
 void cg_plain(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
               math::PlainSystem system, math::CgSettings<Real> settings) {
   const int n = problem.grad_output.n;
-  launch_per_matrix<Real>(result, problem.grad_output.batch,
-                          static_cast<std::size_t>(math::cg_plain_workspace(n, system)),
-                          CgPlainMatrix<Real>{problem, result, n, system, settings});
+  with_team_shape(n, [&](auto shape) {
+    using Shape = decltype(shape);
+    launch_teams<Real, Shape>(problem.forward_output.data, problem.grad_output.data,
+                              result.grad_logits.data, result.status, result.iterations,
+                              problem.grad_output.batch, n,
+                              CgPlainTeam<Real, Shape>{result, system, settings});
+  });
 }
 
 template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                   math::CgSettings<Real> settings) {
   const int n = problem.grad_output.n;
-  launch_per_matrix<Real>(result, problem.grad_output.batch,
-                          static_cast<std::size_t>(math::cg_corrected_workspace(n)),
-                          CgCorrectedMatrix<Real>{problem, result, n, settings});
+  with_team_shape(n, [&](auto shape) {
+    using Shape = decltype(shape);
+    launch_teams<Real, Shape>(problem.forward_output.data, problem.grad_output.data,
+                              result.grad_logits.data, result.status, result.iterations,
+                              problem.grad_output.batch, n,
+                              CgCorrectedTeam<Real, Shape>{result, settings});
+  });
 }
 
 template void cg_plain(const BackwardProblem<float>&, const BackwardResult<float>&,

@@ -1,10 +1,12 @@
 #pragma once
-// Conjugate gradients for one small symmetric system, host and device (Eigen's loop, in the
-// shape of PETSc's KSP: stop on ||r|| <= tolerance ||b||, report why it stopped).
+// Conjugate gradients for one small symmetric system, run by a team (solvers/common/team.hpp)
+// on the CPU or the GPU (Eigen's loop, in the shape of PETSc's KSP: stop on
+// ||r|| <= tolerance ||b||, report why it stopped). Every dot product is a team sum in the
+// canonical order, so all lanes take the same branches and both devices give the same bits.
 
 #include "core/forward_math.hpp"
 #include "core/status.hpp"
-#include "solvers/common/implicit_math.hpp"
+#include "solvers/common/team.hpp"
 
 namespace sinkgrad::math {
 
@@ -14,36 +16,60 @@ struct CgSettings {
   Real tolerance;  // relative to ||b||
 };
 
-// Solves A x = b from x = 0. work holds 3m Reals (r, p, Ap). history, when not null, receives
-// ||r_k|| for k = 0 .. max_iterations (NaN after the last iteration performed).
-template <class Real, class Operator>
-SINKGRAD_HD MatrixOutcome conjugate_gradient(const Operator& A, const Real* b, Real* x, int m,
-                                             CgSettings<Real> settings, Real* work, Real* history) {
-  Real* r = work;
-  Real* p = work + m;
-  Real* Ap = work + 2 * m;
-  if (history != nullptr) fill(history, settings.max_iterations + 1, quiet_nan<Real>());
-  fill(x, m, Real(0));
-  for (int k = 0; k < m; ++k) r[k] = p[k] = b[k];
-  Real rr = dot(r, r, m);
+// A vector of the system: P components per row slot (P = 1: the n x n Schur systems; P = 2:
+// [α; β] of the 2n block system).
+template <class Team, int P>
+struct CgVector {
+  typename Team::Vec part[P];
+};
+
+template <class Real, class Team, int P>
+SINKGRAD_HD Real dot(const Team& team, const CgVector<Team, P>& a, const CgVector<Team, P>& b) {
+  return team.sum([&](Slot s) {
+    Real sum = 0;
+    for (int q = 0; q < P; ++q) sum += a.part[q][s] * b.part[q][s];
+    return sum;
+  });
+}
+
+// Solves A x = b from x = 0; A.apply(team, p, Ap). history, when not null, receives ||r_k|| for
+// k = 0 .. max_iterations (NaN after the last iteration performed), written by the leader.
+template <class Real, class Team, int P, class Operator>
+SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A,
+                                             const CgVector<Team, P>& b, CgVector<Team, P>& x,
+                                             CgSettings<Real> settings, Real* history) {
+  CgVector<Team, P> r, p, Ap;
+  const bool record = history != nullptr && team.leader();
+  if (record) fill(history, settings.max_iterations + 1, quiet_nan<Real>());
+  team.each([&](Slot s) {
+    for (int q = 0; q < P; ++q) {
+      x.part[q][s] = 0;
+      r.part[q][s] = p.part[q][s] = b.part[q][s];
+    }
+  });
+  Real rr = dot<Real>(team, r, r);
   const Real threshold = settings.tolerance * settings.tolerance * rr;
-  if (history != nullptr) history[0] = sqrt_of(rr);
+  if (record) history[0] = sqrt_of(rr);
   if (rr <= threshold) return {SolveStatus::ok, 0};  // includes b = 0
   for (int it = 1; it <= settings.max_iterations; ++it) {
-    A.apply(p, Ap);
-    const Real curvature = dot(p, Ap, m);
+    A.apply(team, p, Ap);
+    const Real curvature = dot<Real>(team, p, Ap);
     if (curvature == Real(0) || !is_finite(curvature)) return {SolveStatus::breakdown, it - 1};
     const Real step = rr / curvature;
-    for (int k = 0; k < m; ++k) {
-      x[k] += step * p[k];
-      r[k] -= step * Ap[k];
-    }
-    const Real rr_next = dot(r, r, m);
-    if (history != nullptr) history[it] = sqrt_of(rr_next);
+    team.each([&](Slot s) {
+      for (int q = 0; q < P; ++q) {
+        x.part[q][s] += step * p.part[q][s];
+        r.part[q][s] -= step * Ap.part[q][s];
+      }
+    });
+    const Real rr_next = dot<Real>(team, r, r);
+    if (record) history[it] = sqrt_of(rr_next);
     if (!is_finite(rr_next)) return {SolveStatus::breakdown, it};
     if (rr_next <= threshold) return {SolveStatus::ok, it};
     const Real ratio = rr_next / rr;
-    for (int k = 0; k < m; ++k) p[k] = r[k] + ratio * p[k];
+    team.each([&](Slot s) {
+      for (int q = 0; q < P; ++q) p.part[q][s] = r.part[q][s] + ratio * p.part[q][s];
+    });
     rr = rr_next;
   }
   return {SolveStatus::not_converged, settings.max_iterations};

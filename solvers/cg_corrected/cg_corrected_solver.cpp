@@ -1,11 +1,11 @@
 // `cg_corrected`: implicit gradient of the corrected system built from the actual marginals,
 // by CG (solvers/cg_corrected/cg_corrected_math.hpp).
 
-#include "core/cpu_batch_loop.hpp"
 #include "core/solver_registry.hpp"
 #include "solvers/builtin_solvers.hpp"
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_corrected/cg_corrected_math.hpp"
+#include "solvers/common/cpu_team_loop.hpp"
 #include "solvers/common/solver_variants.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "kernels/backward_kernels.hpp"
@@ -32,13 +32,13 @@ class CgCorrectedSolver : public SolverVariants<CgCorrectedSolver> {
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
     const auto settings = cg_settings<Real>(options(), auto_iterations(n));
-    const auto workspace = static_cast<std::size_t>(math::cg_corrected_workspace(n));
-    solve_each_matrix_on_cpu(result, problem.grad_output.batch, workspace,
-                             [&](index_t b, Real* work, Real* history) {
-                               return math::cg_corrected_matrix(
-                                   problem.forward_output.matrix(b), problem.grad_output.matrix(b),
-                                   result.grad_logits.matrix(b), n, settings, work, history);
-                             });
+    solve_each_matrix_with_team(
+        result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
+          const math::CpuMatrices<Real> mats{problem.forward_output.matrix(b),
+                                             problem.grad_output.matrix(b),
+                                             result.grad_logits.matrix(b), n};
+          return math::cg_corrected_matrix(team, mats, settings, history);
+        });
   }
 
 #if defined(SINKGRAD_WITH_CUDA)

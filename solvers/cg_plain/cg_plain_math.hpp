@@ -1,7 +1,7 @@
 #pragma once
-// Per-matrix plain implicit gradient (assumes r = c = 1) by CG, host and device.
-// Exact only when the forward has converged; otherwise it solves the "wrong" system on purpose:
-// measuring that error is what the framework is for.
+// Per-matrix plain implicit gradient (assumes r = c = 1) by CG, run by a team on the CPU or the
+// GPU. Exact only when the forward has converged; otherwise it solves the "wrong" system on
+// purpose: measuring that error is what the framework is for.
 
 #include "solvers/cg/cg_math.hpp"
 #include "solvers/cg/implicit_operators.hpp"
@@ -10,42 +10,38 @@ namespace sinkgrad::math {
 
 enum class PlainSystem { schur, block };
 
-SINKGRAD_HD int cg_plain_workspace(int n, PlainSystem system) {
-  return system == PlainSystem::schur ? 11 * n : 14 * n;
-}
-
-template <class Real>
-SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Real* R, const Real* G, Real* grad, int n,
-                                          PlainSystem system, CgSettings<Real> settings, Real* work,
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats,
+                                          PlainSystem system, CgSettings<Real> settings,
                                           Real* history) {
-  const Marginals<Real> m = marginals_in(work, n);
-  if (!compute_marginals(R, G, n, m)) return fail_matrix(grad, n, SolveStatus::invalid_input);
-  Real* rest = work + 4 * n;
+  TeamMarginals<Team> m;
+  if (!team_marginals<Real>(team, mats, m))
+    return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   MatrixOutcome outcome;
+  bool finite = false;
   if (system == PlainSystem::schur) {
-    Real* b = rest;
-    Real* beta = rest + n;
-    Real* alpha = rest + 2 * n;
-    Real* tmp = rest + 3 * n;
-    schur_rhs(SchurSystem::plain, R, m, n, tmp, b);
-    outcome = conjugate_gradient(PlainSchurOperator<Real>{R, n, tmp}, b, beta, n, settings,
-                                 rest + 4 * n, history);
-    schur_alpha(SchurSystem::plain, R, m, beta, n, alpha);
-    if (outcome.status == SolveStatus::breakdown) return fail_matrix(grad, n, outcome.status);
-    assemble_gradient(R, G, alpha, beta, n, grad);
+    CgVector<Team, 1> b, beta;
+    team_schur_rhs<Real>(team, mats, false, m, b.part[0]);
+    outcome = conjugate_gradient(team, PlainSchurOperator<Real, Matrices>{mats}, b, beta, settings,
+                                 history);
+    if (outcome.status == SolveStatus::breakdown)
+      return team_fail<Real>(team, mats, outcome.status);
+    typename Team::Vec alpha;
+    team_schur_alpha<Real>(team, mats, false, m, beta.part[0], alpha);
+    finite = team_assemble_gradient<Real>(team, mats, alpha, beta.part[0]);
   } else {
-    Real* rhs = rest;  // [s_r; s_c]
-    Real* x = rest + 2 * n;
-    for (int k = 0; k < n; ++k) {
-      rhs[k] = m.s_r[k];
-      rhs[n + k] = m.s_c[k];
-    }
-    outcome = conjugate_gradient(PlainBlockOperator<Real>{R, n}, rhs, x, 2 * n, settings,
-                                 rest + 4 * n, history);
-    if (outcome.status == SolveStatus::breakdown) return fail_matrix(grad, n, outcome.status);
-    assemble_gradient(R, G, x, x + n, n, grad);
+    CgVector<Team, 2> rhs, x;  // [s_r; s_c] and [α; β]
+    team.each([&](Slot s) {
+      rhs.part[0][s] = m.s_r[s];
+      rhs.part[1][s] = m.s_c[s];
+    });
+    outcome = conjugate_gradient(team, PlainBlockOperator<Real, Matrices>{mats}, rhs, x, settings,
+                                 history);
+    if (outcome.status == SolveStatus::breakdown)
+      return team_fail<Real>(team, mats, outcome.status);
+    finite = team_assemble_gradient<Real>(team, mats, x.part[0], x.part[1]);
   }
-  if (!all_finite(grad, n * n)) return fail_matrix(grad, n, SolveStatus::breakdown);
+  if (!finite) return team_fail<Real>(team, mats, SolveStatus::breakdown);
   return outcome;
 }
 

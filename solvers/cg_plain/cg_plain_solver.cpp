@@ -1,11 +1,11 @@
 // `cg_plain`: implicit gradient assuming r = c = 1, by CG on the n x n Schur complement or on
 // the 2n block system (solvers/cg_plain/cg_plain_math.hpp).
 
-#include "core/cpu_batch_loop.hpp"
 #include "core/solver_registry.hpp"
 #include "solvers/builtin_solvers.hpp"
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_plain/cg_plain_math.hpp"
+#include "solvers/common/cpu_team_loop.hpp"
 #include "solvers/common/solver_variants.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "kernels/backward_kernels.hpp"
@@ -35,12 +35,12 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
     const auto settings = cg_settings<Real>(options(), auto_iterations(n));
-    const auto workspace = static_cast<std::size_t>(math::cg_plain_workspace(n, system_));
-    solve_each_matrix_on_cpu(
-        result, problem.grad_output.batch, workspace, [&](index_t b, Real* work, Real* history) {
-          return math::cg_plain_matrix(problem.forward_output.matrix(b),
-                                       problem.grad_output.matrix(b), result.grad_logits.matrix(b),
-                                       n, system_, settings, work, history);
+    solve_each_matrix_with_team(
+        result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
+          const math::CpuMatrices<Real> mats{problem.forward_output.matrix(b),
+                                             problem.grad_output.matrix(b),
+                                             result.grad_logits.matrix(b), n};
+          return math::cg_plain_matrix(team, mats, system_, settings, history);
         });
   }
 

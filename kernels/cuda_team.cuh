@@ -1,0 +1,289 @@
+#pragma once
+// The GPU team of solvers/common/team.hpp and the batch driver of the team-form algorithms.
+//
+// A team is W consecutive lanes of one warp (W = team_width(n): 4, 8, 16 or 32) working on one
+// matrix; lane l owns rows l, l + W (K = 1 or 2 slots). A block of up to 128 threads holds
+// 128 / W teams. The block's matrices are contiguous in memory, so the block first copies them
+// into shared memory with coalesced 16-byte loads (a matrix per team, rows padded to n + 1 so
+// that lanes reading a row or a column hit distinct banks), each lane then takes its row and
+// column of the first input into registers (K = 1; for K = 2 they stay in shared memory), the
+// team runs the algorithm, writes its output rows into the second tile, and the block copies
+// the tiles back with coalesced stores. Global memory is touched once per input and output.
+//
+// Teams exchange vectors through a small per-team buffer in shared memory (share()) and reduce
+// with xor shuffles inside their W lanes (sum()), in the canonical order of team.hpp.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "core/backward_problem.hpp"
+#include "core/error.hpp"
+#include "kernels/cuda_check.hpp"
+#include "solvers/common/team.hpp"
+
+namespace sinkgrad::cuda {
+
+// The compile-time shape of a team: W lanes, K slots per lane.
+template <int W_, int K_>
+struct TeamShape {
+  static constexpr int W = W_;
+  static constexpr int K = K_;
+  static constexpr int cap = W_ * K_;
+};
+
+template <class Real, class Shape>
+class CudaTeam {
+ public:
+  static constexpr int W = Shape::W;
+  static constexpr int K = Shape::K;
+  static constexpr int cap = Shape::cap;
+
+  struct Vec {
+    Real v[K];
+    __device__ Real& operator[](math::Slot s) { return v[s.k]; }
+    __device__ const Real& operator[](math::Slot s) const { return v[s.k]; }
+  };
+
+  // exchange: 2 cap Reals of shared memory private to the team.
+  __device__ CudaTeam(int n, int lane, unsigned mask, Real* exchange)
+      : n_(n), lane_(lane), mask_(mask), exchange_(exchange) {}
+
+  __device__ int n() const { return n_; }
+  __device__ int lane() const { return lane_; }
+  __device__ bool leader() const { return lane_ == 0; }
+  __device__ void sync() const { __syncwarp(mask_); }
+
+  template <class F>
+  __device__ void each(F&& f) const {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i = lane_ + W * k;
+      if (i < n_) f(math::Slot{i, k});
+    }
+  }
+
+  template <class F>
+  __device__ Real sum(F&& f) const {
+    Real partial = 0;
+    each([&](math::Slot s) { partial += f(s); });
+#pragma unroll
+    for (int distance = W / 2; distance > 0; distance /= 2)
+      partial = partial + __shfl_xor_sync(mask_, partial, distance, W);
+    return partial;
+  }
+
+  __device__ bool all(bool ok) const {
+    return __all_sync(mask_, ok) != 0;
+  }
+
+  // Two buffers used in turn: a lane writing one has passed the barrier of the previous
+  // share(), which every lane reaches only after its last read of the view before that.
+  __device__ const Real* share(const Vec& v) const {
+    Real* buffer = exchange_ + which_ * cap;
+    which_ ^= 1;
+    each([&](math::Slot s) { buffer[s.i] = v[s]; });
+    __syncwarp(mask_);
+    return buffer;
+  }
+
+ private:
+  int n_;
+  int lane_;
+  unsigned mask_;
+  Real* exchange_;
+  mutable int which_ = 0;
+};
+
+// A matrix in a shared-memory tile, rows padded to `stride` Reals.
+template <class Real>
+struct Tile {
+  Real* data;
+  int stride;
+  __device__ math::StridedView<Real> row(int i) const { return {data + i * stride, 1}; }
+  __device__ math::StridedView<Real> col(int j) const { return {data + j, stride}; }
+};
+
+// Row i and column i of a tile in registers (K = 1: a lane owns one row).
+template <class Real, int cap>
+struct RowAndColumn {
+  Real row[cap];
+  Real col[cap];
+  __device__ RowAndColumn(Tile<Real> tile, int i, int n) {
+#pragma unroll
+    for (int j = 0; j < cap; ++j) {
+      row[j] = j < n ? tile.data[i * tile.stride + j] : Real(0);
+      col[j] = j < n ? tile.data[j * tile.stride + i] : Real(0);
+    }
+  }
+};
+
+// The Matrices of the implicit solvers on the GPU: R (first tile), G and the gradient (second
+// tile, overwritten in place row by row at the end). K = 1: R's row and column in registers.
+template <class Real, class Shape, bool in_registers = Shape::K == 1>
+struct TileMatrices {
+  Tile<Real> R_tile, G_tile;
+  __device__ TileMatrices(Tile<Real> r, Tile<Real> g, int, int) : R_tile(r), G_tile(g) {}
+  __device__ math::StridedView<Real> R_row(math::Slot s) const { return R_tile.row(s.i); }
+  __device__ math::StridedView<Real> R_col(math::Slot s) const { return R_tile.col(s.i); }
+  __device__ math::StridedView<Real> G_row(math::Slot s) const { return G_tile.row(s.i); }
+  __device__ math::StridedView<Real> G_col(math::Slot s) const { return G_tile.col(s.i); }
+  __device__ math::StridedView<Real> grad_row(math::Slot s) const { return G_tile.row(s.i); }
+};
+
+template <class Real, class Shape>
+struct TileMatrices<Real, Shape, true> {
+  RowAndColumn<Real, Shape::cap> R;
+  Tile<Real> G_tile;
+  __device__ TileMatrices(Tile<Real> r, Tile<Real> g, int lane, int n) : R(r, lane, n), G_tile(g) {}
+  __device__ const Real (&R_row(math::Slot) const)[Shape::cap] { return R.row; }
+  __device__ const Real (&R_col(math::Slot) const)[Shape::cap] { return R.col; }
+  __device__ math::StridedView<Real> G_row(math::Slot s) const { return G_tile.row(s.i); }
+  __device__ math::StridedView<Real> G_col(math::Slot s) const { return G_tile.col(s.i); }
+  __device__ math::StridedView<Real> grad_row(math::Slot s) const { return G_tile.row(s.i); }
+};
+
+namespace detail {
+
+inline constexpr int team_block_threads = 128;
+
+// Copies matrices [0, count) of a contiguous batch slice between global memory and padded
+// tiles (tile m starts at tiles + m * tile_reals), with 16-byte accesses when n allows.
+template <class Real, bool to_tiles>
+__device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* global, int count,
+                           int n) {
+  constexpr int vec = 16 / sizeof(Real);
+  using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
+  const int nn = n * n;
+  const int total = count * nn;
+  const bool vectorised = n % vec == 0 && reinterpret_cast<std::uintptr_t>(global) % 16 == 0;
+  if (vectorised) {
+    for (int e = threadIdx.x * vec; e < total; e += blockDim.x * vec) {
+      const int m = e / nn, r = e - m * nn, row = r / n, col = r - row * n;
+      Real* t = tiles + m * tile_reals + row * stride + col;
+      auto* g = reinterpret_cast<Vec16*>(global + e);
+      Real part[vec];
+      if constexpr (to_tiles) {
+        const Vec16 v = __ldcs(g);
+        static_assert(sizeof(Vec16) == sizeof(part));
+        memcpy(part, &v, sizeof(v));
+#pragma unroll
+        for (int q = 0; q < vec; ++q) t[q] = part[q];
+      } else {
+#pragma unroll
+        for (int q = 0; q < vec; ++q) part[q] = t[q];
+        Vec16 v;
+        memcpy(&v, part, sizeof(v));
+        __stcs(g, v);
+      }
+    }
+  } else {
+    for (int e = threadIdx.x; e < total; e += blockDim.x) {
+      const int m = e / nn, r = e - m * nn, row = r / n, col = r - row * n;
+      Real* t = tiles + m * tile_reals + row * stride + col;
+      if constexpr (to_tiles)
+        *t = __ldcs(global + e);
+      else
+        __stcs(global + e, *t);
+    }
+  }
+}
+
+// One team per matrix. in0 -> tile 0; in1 (may be null) -> tile 1; tile 1 -> out. body(team,
+// tile0, tile1, b) -> MatrixOutcome; the leader stores it when status is not null.
+template <class Real, class Shape, class Body>
+__global__ void __launch_bounds__(team_block_threads)
+    team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
+                std::int32_t* iterations, index_t batch, int n, Body body) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  constexpr int W = Shape::W;
+  const int teams = blockDim.x / W;
+  const int stride = n + 1;
+  const int tile_reals = n * stride;
+  // Layout: exchange buffers of every team, then tiles 0, then tiles 1.
+  Real* exchange = reinterpret_cast<Real*>(shared_bytes);
+  Real* tiles0 = exchange + teams * 2 * Shape::cap;
+  Real* tiles1 = tiles0 + teams * tile_reals;
+  const index_t first = index_t(blockIdx.x) * teams;
+  const int count = static_cast<int>(batch - first < teams ? batch - first : teams);
+  const index_t offset = first * n * n;
+  copy_tiles<Real, true>(tiles0, tile_reals, stride, const_cast<Real*>(in0) + offset, count, n);
+  if (in1 != nullptr)
+    copy_tiles<Real, true>(tiles1, tile_reals, stride, const_cast<Real*>(in1) + offset, count, n);
+  __syncthreads();
+
+  const int team_index = threadIdx.x / W;
+  const int lane = threadIdx.x % W;
+  if (team_index < count) {
+    const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << ((threadIdx.x % 32) / W * W);
+    CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * 2 * Shape::cap);
+    const index_t b = first + team_index;
+    const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
+                                       Tile<Real>{tiles1 + team_index * tile_reals, stride}, b);
+    if (status != nullptr && team.leader()) {
+      status[b] = outcome.status;
+      iterations[b] = outcome.iterations;
+    }
+  }
+  __syncthreads();
+  copy_tiles<Real, false>(tiles1, tile_reals, stride, out + offset, count, n);
+}
+
+inline std::size_t team_shared_bytes(int teams, int cap, int n, std::size_t real_size) {
+  return real_size * static_cast<std::size_t>(teams) *
+         (2 * static_cast<std::size_t>(cap) + 2 * static_cast<std::size_t>(n) * (n + 1));
+}
+
+}  // namespace detail
+
+// Runs body on every matrix of a batch (device pointers, row-major [B][n][n]). Shape must
+// match n (team_shape_for); throws Error when a team's tiles exceed a block's shared memory.
+template <class Real, class Shape, class Body>
+void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
+                  std::int32_t* iterations, index_t batch, int n, Body body) {
+  if (batch <= 0) return;
+  auto kernel = &detail::team_kernel<Real, Shape, Body>;
+  int device = 0;
+  SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
+  int limit = 0;
+  SINKGRAD_CUDA_CHECK(
+      cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  int teams = detail::team_block_threads / Shape::W;
+  while (teams > 1 &&
+         detail::team_shared_bytes(teams, Shape::cap, n, sizeof(Real)) > std::size_t(limit) / 2)
+    teams /= 2;
+  const std::size_t bytes = detail::team_shared_bytes(teams, Shape::cap, n, sizeof(Real));
+  if (bytes > std::size_t(limit))
+    throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
+                " bytes of shared memory per matrix, more than a CUDA block has");
+  if (bytes > 48 * 1024)
+    SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(bytes)));
+  const index_t blocks = (batch + teams - 1) / teams;
+  if (blocks > index_t(0x7fffffff)) throw Error("batch too large for one CUDA launch");
+  kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes>>>(in0, in1, out, status,
+                                                                     iterations, batch, n, body);
+  SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
+}
+
+// Calls launch(TeamShape<W, K>{}) with the shape team_width(n) gives; n <= max_team_n.
+template <class Launch>
+void with_team_shape(int n, Launch&& launch) {
+  if (n <= 4)
+    launch(TeamShape<4, 1>{});
+  else if (n <= 8)
+    launch(TeamShape<8, 1>{});
+  else if (n <= 16)
+    launch(TeamShape<16, 1>{});
+  else if (n <= 32)
+    launch(TeamShape<32, 1>{});
+  else if (n <= math::max_team_n)
+    launch(TeamShape<32, 2>{});
+  else
+    throw Error("n = " + std::to_string(n) + " is above the " + std::to_string(math::max_team_n) +
+                " that the CUDA variants support");
+}
+
+}  // namespace sinkgrad::cuda

@@ -1,0 +1,136 @@
+#pragma once
+// Team-parallel per-matrix mathematics: one algorithm text for the CPU and the GPU.
+//
+// The n rows of a matrix, and the n components of every vector the algorithms use, are owned
+// by the lanes of a *team*: component i belongs to lane i % W, in that lane's slot i / W. On
+// the GPU a team is W lanes of one warp (kernels/cuda_team.cuh); on the CPU it is one thread
+// that owns every component (CpuTeam below). The algorithms (CG, the forward, the unrolled
+// replay) are templates over the team and touch data only through:
+//
+//   team.n()                 the matrix size
+//   team.each(f)             f(Slot) for every component this lane owns (i < n), slots ascending
+//   team.sum(f)              the sum over all components of f(Slot), in the canonical order
+//   team.all(ok)             whether ok holds on every lane
+//   team.leader()            true on exactly one lane (it writes the per-matrix outputs)
+//   team.share(v)            a view x[j], j < n, of the whole vector v (valid until the next
+//                            share() call of this team)
+//   Team::Vec                a vector of n components distributed like the rows, v[slot]
+//   Team::cap                a compile-time bound on n: loops run j < cap and stop at n
+//
+// The canonical order of a sum (the GPU's, reproduced on the CPU so that both give the same
+// bits): with W = team_width(n), lane l first adds its components l, l + W, l + 2W, ... in
+// that order to 0, then the W lane sums are combined pairwise, distance W/2 first, then W/4,
+// down to 1 (a butterfly: every lane ends with the same value).
+
+#include "core/host_device.hpp"
+
+#if defined(__CUDA_ARCH__)
+#define SINKGRAD_UNROLL _Pragma("unroll")
+#else
+#define SINKGRAD_UNROLL
+#endif
+
+namespace sinkgrad::math {
+
+// Largest n a team handles (two components per lane of a 32-lane warp on the GPU).
+inline constexpr int max_team_n = 64;
+
+// Lanes of the team for n: the smallest of 4, 8, 16, 32 that is >= n (32 above 32).
+SINKGRAD_HD constexpr int team_width(int n) {
+  return n <= 4 ? 4 : n <= 8 ? 8 : n <= 16 ? 16 : 32;
+}
+
+// A component owned by a lane: i is the row or vector index (< n), k the lane's storage slot.
+struct Slot {
+  int i;
+  int k;
+};
+
+// x[j] of a vector or matrix row/column laid out with a stride.
+template <class Real>
+struct StridedView {
+  Real* data;
+  int stride;
+  SINKGRAD_HD Real& operator[](int j) const { return data[j * stride]; }
+};
+
+// sum_j a[j] * x[j] for j < n, ascending; cap bounds n at compile time on the GPU.
+template <int cap, class A, class X>
+SINKGRAD_HD auto dot_n(const A& a, const X& x, int n) -> decltype(a[0] * x[0]) {
+  decltype(a[0] * x[0]) sum = 0;
+  SINKGRAD_UNROLL
+  for (int j = 0; j < cap; ++j) {
+    if (j >= n) break;
+    sum += a[j] * x[j];
+  }
+  return sum;
+}
+
+// The canonical sum of v[0 .. n) (see above), on one thread.
+template <class Real>
+SINKGRAD_HD Real canonical_sum(const Real* v, int n) {
+  const int width = team_width(n);
+  Real lane[32];
+  for (int l = 0; l < width; ++l) {
+    Real partial = 0;
+    for (int i = l; i < n; i += width) partial += v[i];
+    lane[l] = partial;
+  }
+  for (int distance = width / 2; distance > 0; distance /= 2)
+    for (int l = 0; l < distance; ++l) lane[l] = lane[l] + lane[l + distance];
+  return lane[0];
+}
+
+// The CPU team: one thread owns all n components (slot k = i); n <= Cap.
+template <class Real, int Cap = max_team_n>
+class CpuTeam {
+ public:
+  static constexpr int cap = Cap;
+
+  struct Vec {
+    Real v[Cap];
+    Real& operator[](Slot s) { return v[s.k]; }
+    const Real& operator[](Slot s) const { return v[s.k]; }
+  };
+
+  explicit CpuTeam(int n) : n_(n) {}
+
+  int n() const { return n_; }
+
+  template <class F>
+  void each(F&& f) const {
+    for (int i = 0; i < n_; ++i) f(Slot{i, i});
+  }
+
+  bool leader() const { return true; }
+
+  template <class F>
+  Real sum(F&& f) const {
+    Real values[Cap];
+    for (int i = 0; i < n_; ++i) values[i] = f(Slot{i, i});
+    return canonical_sum(values, n_);
+  }
+
+  bool all(bool ok) const { return ok; }
+
+  const Real* share(const Vec& v) const { return v.v; }
+
+ private:
+  int n_;
+};
+
+// The CPU's view of one problem: R, G and the gradient of one matrix, row-major n x n.
+template <class Real>
+struct CpuMatrices {
+  const Real* R;
+  const Real* G;
+  Real* grad;
+  int n;
+  StridedView<const Real> R_row(Slot s) const { return {R + s.i * n, 1}; }
+  StridedView<const Real> R_col(Slot s) const { return {R + s.i, n}; }
+  StridedView<const Real> G_row(Slot s) const { return {G + s.i * n, 1}; }
+  StridedView<const Real> G_col(Slot s) const { return {G + s.i, n}; }
+  StridedView<Real> grad_row(Slot s) const { return {grad + s.i * n, 1}; }
+};
+
+}  // namespace sinkgrad::math
