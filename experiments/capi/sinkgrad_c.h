@@ -1,0 +1,56 @@
+/* libsinkgrad_c: a small C ABI over sinkgrad, for callers that cannot link C++ (Python's
+ * ctypes, in experiments/compare_with_seeds.py). Every batch is B contiguous row-major n x n
+ * matrices ([B][n][n], as core/batch.hpp) of the element type `dtype` names.
+ *
+ * device: SINKGRAD_C_CPU (0): every pointer is host memory.
+ *         SINKGRAD_C_CUDA (1): every pointer is CUDA device memory of the current device
+ *         (e.g. a torch tensor's data_ptr()), status and iterations included. The work runs on
+ *         the legacy default stream and has finished when the call returns.
+ * dtype:  SINKGRAD_C_FLOAT32 (4) or SINKGRAD_C_FLOAT64 (8): the element size in bytes.
+ *
+ * Every function returns 0 on success and non-zero on error; nothing is thrown across the
+ * boundary. On error, sinkgrad_last_error() gives the message (per thread; it stays until the
+ * next error on that thread). */
+#ifndef SINKGRAD_C_H
+#define SINKGRAD_C_H
+
+#include <stdint.h>
+
+/* The library is built with hidden visibility; only these functions are exported. */
+#if defined(__GNUC__)
+#define SINKGRAD_C_API __attribute__((visibility("default")))
+#else
+#define SINKGRAD_C_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { SINKGRAD_C_CPU = 0, SINKGRAD_C_CUDA = 1 };
+enum { SINKGRAD_C_FLOAT32 = 4, SINKGRAD_C_FLOAT64 = 8 };
+
+/* The message of this thread's last failed call ("" if none). Valid until its next failure. */
+SINKGRAD_C_API const char* sinkgrad_last_error(void);
+
+/* R = Sinkhorn_T(exp(logits)): T column-then-row normalisations (sinkgrad::sinkhorn_forward).
+ * A matrix with non-finite logits gets a NaN R; that is not an error. */
+SINKGRAD_C_API int sinkgrad_forward(int device, int dtype, int64_t batch, int n, int T,
+                                    const void* logits, void* R);
+
+/* grad = dL/dM by the solver `solver` (unrolled, cg_plain, cg_corrected, direct, ...), created
+ * through SolverRegistry::global() with `options` ("key=value,key=value", "" or NULL for the
+ * defaults). logits M (may be NULL for solvers that do not replay the forward), R = the forward
+ * output, G = dL/dR. status and iterations: B int32 each (status: sinkgrad::SolveStatus,
+ * 0 ok, 1 not_converged, 2 breakdown, 3 invalid_input); on SINKGRAD_C_CUDA they are device
+ * memory like the rest. Solvers are created once per (solver, options) and kept, so that a
+ * timed loop measures the solve, not option parsing. */
+SINKGRAD_C_API int sinkgrad_solve(const char* solver, const char* options, int device, int dtype,
+                                  int64_t batch, int n, int T, const void* logits, const void* R,
+                                  const void* G, void* grad, int32_t* status, int32_t* iterations);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SINKGRAD_C_H */

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# On the GPU machine, after `bash .devdeps/device-build.sh /tmp/build`, from the repository root:
+# the CUDA parity tests, sinkgrad_bench_cuda, then sinkgrad beside the seeds' Triton kernels
+# and torch.linalg.solve (experiments/compare_with_seeds.py), whose table is printed last.
+#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare]
+# The second argument picks steps (one command of the device tool has 10 minutes);
+# COMPARE_ARGS adds options to compare_with_seeds.py (e.g. "--batch-divisor 4").
+# Full logs go to $OUT when it is set (else to a temporary folder, named at the end).
+set -uo pipefail  # no -e: every step runs; the exit status says whether any failed
+build=$(cd "${1:-/tmp/build}" && pwd) || exit 2
+steps=,${2:-tests,bench,compare},
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+logs=${OUT:-$(mktemp -d)}
+mkdir -p "$logs"
+export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+failed=0
+
+if [[ $steps == *,tests,* ]]; then
+  echo "== CUDA parity tests"
+  "$build/bin/sinkgrad_cuda_tests" --gtest_brief=1 2>&1 | tee "$logs/cuda_tests.log" || failed=1
+fi
+
+if [[ $steps == *,bench,* ]]; then  # Google Benchmark's own lines stay in the log
+  echo "== sinkgrad_bench_cuda"
+  "$build/bin/sinkgrad_bench_cuda" > "$logs/bench_cuda.log" 2>&1 || failed=1
+  grep -E '^(device:|\|)' "$logs/bench_cuda.log"
+fi
+
+if [[ $steps == *,compare,* ]]; then  # its rows come twice (as measured, then the table)
+  echo "== compare_with_seeds.py"
+  log=$logs/compare_with_seeds.log
+  # shellcheck disable=SC2086
+  python3 experiments/compare_with_seeds.py --lib "$build/lib/libsinkgrad_c.so" \
+    --seed-bench .devdeps/seed_kernels_bench.py ${COMPARE_ARGS:-} > "$log" 2>&1 || failed=1
+  grep -E '^(device:|FAIL|seed kernels unavailable)' "$log"
+  if grep -q '^copy ceiling .*vs_s001c' "$log"; then
+    sed -n '/^copy ceiling .*vs_s001c/,$p' "$log"
+  else
+    tail -n 30 "$log"  # it stopped before its table: show why
+  fi
+fi
+
+echo "logs: $logs$([ "$failed" = 0 ] || echo '; a step failed')"
+exit "$failed"

@@ -1,0 +1,143 @@
+"""libsinkgrad_c through ctypes on the cpu: the forward and the unrolled gradient against an
+independent numpy float64 implementation (itself checked by a central finite difference),
+options reaching the solver, and errors coming back as codes with the library's message.
+
+    python3 capi_test.py path/to/libsinkgrad_c.so
+"""
+import os
+import sys
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "experiments", "capi"))
+from sinkgrad_c import CPU, FLOAT32, SinkgradC, SinkgradError  # noqa: E402
+
+LIB = None
+
+
+def forward_tape(M, T):
+    """exp(M), the 2T normalised iterates and their normalisers (column step, then row step)."""
+    P = np.exp(M)
+    X, tape = P, []
+    for _ in range(T):
+        s = X.sum(-2, keepdims=True)
+        X = X / s
+        tape.append((-2, X, s))
+        s = X.sum(-1, keepdims=True)
+        X = X / s
+        tape.append((-1, X, s))
+    return P, X, tape
+
+
+def unrolled_numpy(M, T, G):
+    """Reverse of the 2T steps: for Y = X / s(X), dX = (dY - sum(dY * Y)) / s; dM = P * dP."""
+    P, _, tape = forward_tape(M, T)
+    d = G
+    for axis, Y, s in reversed(tape):
+        d = (d - (d * Y).sum(axis, keepdims=True)) / s
+    return P * d
+
+
+def relative(a, b):
+    return np.linalg.norm(a - b, axis=(1, 2)) / np.linalg.norm(b, axis=(1, 2))
+
+
+def inputs(B, n, T, seed):
+    rng = np.random.default_rng(seed)
+    M = rng.random((B, n, n)) * 4.0  # the seeds' benchmark logits
+    G = rng.standard_normal((B, n, n))
+    R = forward_tape(M, T)[1]
+    return M, R, G
+
+
+class NumpyReference(unittest.TestCase):
+    def test_unrolled_matches_a_central_difference(self):
+        for n, T in [(3, 1), (5, 4), (8, 20)]:
+            M, _, G = inputs(4, n, T, seed=n)
+            D = np.random.default_rng(7).standard_normal(M.shape)
+            h = 1e-6
+            loss = lambda X: (forward_tape(X, T)[1] * G).sum(axis=(1, 2))  # noqa: E731
+            fd = (loss(M + h * D) - loss(M - h * D)) / (2 * h)
+            exact = (unrolled_numpy(M, T, G) * D).sum(axis=(1, 2))
+            np.testing.assert_allclose(exact, fd, rtol=1e-6, atol=1e-8)
+
+
+class ThroughTheCAbi(unittest.TestCase):
+    def test_forward_matches_numpy(self):
+        for dtype, tol in [(np.float64, 1e-13), (np.float32, 1e-5)]:
+            M, R, _ = inputs(16, 6, 20, seed=1)
+            R_lib = LIB.forward_numpy(M.astype(dtype), 20)
+            self.assertEqual(R_lib.dtype, dtype)
+            R_ref = forward_tape(M.astype(dtype).astype(np.float64), 20)[1]
+            self.assertLess(relative(R_lib.astype(np.float64), R_ref).max(), tol)
+
+    def test_unrolled_matches_numpy(self):
+        for n, T in [(2, 1), (3, 1), (4, 20), (8, 20), (16, 3)]:
+            for dtype, tol in [(np.float64, 1e-12), (np.float32, 2e-5)]:
+                M, R, G = inputs(32, n, T, seed=100 + n)
+                M, R, G = M.astype(dtype), R.astype(dtype), G.astype(dtype)
+                grad, status, iterations = LIB.solve_numpy("unrolled", "", M, R, G, T)
+                ref = unrolled_numpy(M.astype(np.float64), T, G.astype(np.float64))
+                with self.subTest(n=n, T=T, dtype=dtype.__name__):
+                    self.assertEqual(grad.dtype, dtype)
+                    self.assertTrue((status == 0).all(), status)
+                    self.assertLess(relative(grad.astype(np.float64), ref).max(), tol)
+
+    def test_unrolled_one_by_one_is_zero(self):
+        # R = [[1]] whatever M is: the gradient vanishes.
+        M, R, G = inputs(4, 1, 3, seed=3)
+        grad, status, _ = LIB.solve_numpy("unrolled", "", M, R, G, 3)
+        self.assertTrue((status == 0).all(), status)
+        self.assertLess(np.abs(grad).max(), 1e-15)
+
+    def test_options_reach_the_solver(self):
+        M, R, G = inputs(8, 8, 3, seed=5)
+        # One CG step cannot solve an 8 x 8 system: not_converged (1) after 1 iteration.
+        _, status, iterations = LIB.solve_numpy("cg_corrected", "max_iterations=1", None, R, G, 3)
+        self.assertTrue((status == 1).all(), status)
+        self.assertTrue((iterations == 1).all(), iterations)
+        _, status, iterations = LIB.solve_numpy(
+            "cg_plain", " system = block , max_iterations=64,tolerance=1e-13", None, R, G, 3)
+        self.assertTrue((status == 0).all(), status)
+        self.assertTrue((iterations > 1).all(), iterations)
+
+    def test_empty_batch_is_fine(self):
+        empty = np.empty((0, 4, 4))
+        grad, status, _ = LIB.solve_numpy("unrolled", "", empty, empty, empty, 5)
+        self.assertEqual(grad.shape, (0, 4, 4))
+        self.assertEqual(status.shape, (0,))
+
+    def expect_error(self, call, *fragments):
+        with self.assertRaises(SinkgradError) as caught:
+            call()
+        for fragment in fragments:
+            self.assertIn(fragment, str(caught.exception))
+
+    def test_errors_come_back_as_codes_and_messages(self):
+        M, R, G = inputs(2, 4, 3, seed=9)
+        self.expect_error(lambda: LIB.solve_numpy("no_such_solver", "", M, R, G, 3),
+                          "sinkgrad_solve", "unknown solver 'no_such_solver'", "cg_corrected",
+                          "cg_plain", "direct", "unrolled")
+        self.expect_error(lambda: LIB.solve_numpy("cg_corrected", "maxiter=3", M, R, G, 3),
+                          "maxiter", "max_iterations")
+        self.expect_error(lambda: LIB.solve_numpy("cg_corrected", "max_iterations", M, R, G, 3),
+                          "not of the form key=value")
+        self.expect_error(lambda: LIB.solve_numpy("unrolled", "", None, R, G, 3), "logits")
+        self.expect_error(lambda: LIB.forward_numpy(M, 0), "T must be >= 1")
+        null = 0
+        self.expect_error(lambda: LIB.forward(CPU, 2, 1, 4, 3, null, null), "dtype must be")
+        self.expect_error(lambda: LIB.forward(5, FLOAT32, 1, 4, 3, null, null), "device must be")
+        self.expect_error(lambda: LIB.forward(CPU, FLOAT32, 1, 4, 3, null, null), "logits is NULL")
+        # The raw code and message, without the binding's exception.
+        grad = np.empty_like(R)
+        code = LIB._lib.sinkgrad_solve(b"nope", None, CPU, 8, 1, 4, 3, None, R.ctypes.data,
+                                       G.ctypes.data, grad.ctypes.data, None, None)
+        self.assertNotEqual(code, 0)
+        self.assertIn("unknown solver 'nope' (available: ", LIB.last_error())
+
+
+if __name__ == "__main__":
+    LIB = SinkgradC(sys.argv.pop(1) if len(sys.argv) > 1 else None)
+    unittest.main(verbosity=2)
