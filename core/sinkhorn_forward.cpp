@@ -3,12 +3,28 @@
 #include <vector>
 
 #include "core/forward_math.hpp"
+#include "core/sinkhorn_forward_team.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "kernels/backward_kernels.hpp"
 #include "kernels/device_memory.hpp"
 #endif
 
 namespace sinkgrad {
+namespace {
+
+// The logits and R of one matrix, row-major n x n, as the team-form forward reads them.
+template <class Real>
+struct CpuForwardMatrices {
+  const Real* M;
+  Real* R;
+  int n;
+  math::StridedView<const Real> M_row(math::Slot s) const { return {M + s.i * n, 1}; }
+  math::StridedView<const Real> M_col(math::Slot s) const { return {M + s.i, n}; }
+  math::StridedView<Real> R_row(math::Slot s) const { return {R + s.i * n, 1}; }
+  math::StridedView<const Real> R_col(math::Slot s) const { return {R + s.i, n}; }
+};
+
+}  // namespace
 
 template <class Real>
 index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
@@ -22,14 +38,26 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
   index_t invalid = 0;
 #pragma omp parallel reduction(+ : invalid)
   {
-    std::vector<Real> work(2 * static_cast<std::size_t>(n));
+    // n <= 64: the team form the CUDA variant runs too; above, the log-domain loop.
+    const bool team_form = n <= math::max_team_n;
+    std::vector<Real> work(team_form ? 3 * static_cast<std::size_t>(n) * n : 2 * std::size_t(n));
 #pragma omp for schedule(static)
     for (index_t b = 0; b < logits.batch; ++b) {
-      const bool ok =
-          math::sinkhorn_forward_matrix(logits.matrix(b), n, iterations, R.matrix(b), work.data());
+      bool ok = false;
+      Real violation = 0;
+      if (team_form) {
+        const math::CpuTeam<Real> team(n, work.data());
+        const auto outcome = math::sinkhorn_forward_team<Real>(
+            team, CpuForwardMatrices<Real>{logits.matrix(b), R.matrix(b), n}, iterations);
+        ok = outcome.finite;
+        violation = outcome.violation;
+      } else {
+        ok = math::sinkhorn_forward_matrix(logits.matrix(b), n, iterations, R.matrix(b),
+                                           work.data());
+        violation = ok ? math::column_violation(R.matrix(b), n) : math::quiet_nan<Real>();
+      }
       if (!ok) ++invalid;
-      if (column_violation != nullptr)
-        column_violation[b] = ok ? math::column_violation(R.matrix(b), n) : math::quiet_nan<Real>();
+      if (column_violation != nullptr) column_violation[b] = violation;
     }
   }
   return invalid;

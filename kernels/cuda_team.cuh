@@ -1,5 +1,5 @@
 #pragma once
-// The GPU team of solvers/common/team.hpp and the batch driver of the team-form algorithms.
+// The GPU team of core/team.hpp and the batch driver of the team-form algorithms.
 //
 // A team is W consecutive lanes of one warp (W = team_width(n): 4, 8, 16 or 32) working on one
 // matrix; lane l owns rows l, l + W (K = 1 or 2 slots). A block of up to 128 threads holds
@@ -21,16 +21,18 @@
 
 #include "core/backward_problem.hpp"
 #include "core/error.hpp"
+#include "core/team.hpp"
 #include "kernels/cuda_check.hpp"
-#include "solvers/common/team.hpp"
 
 namespace sinkgrad::cuda {
 
-// The compile-time shape of a team: W lanes, K slots per lane.
-template <int W_, int K_>
+// The compile-time shape of a team: W lanes, K slots per lane, and n itself when it is fixed
+// (N > 0: the sizes common in practice get index arithmetic and loops without run-time n).
+template <int W_, int K_, int N_ = 0>
 struct TeamShape {
   static constexpr int W = W_;
   static constexpr int K = K_;
+  static constexpr int N = N_;
   static constexpr int cap = W_ * K_;
 };
 
@@ -51,7 +53,7 @@ class CudaTeam {
   __device__ CudaTeam(int n, int lane, unsigned mask, Real* exchange)
       : n_(n), lane_(lane), mask_(mask), exchange_(exchange) {}
 
-  __device__ int n() const { return n_; }
+  __device__ int n() const { return Shape::N > 0 ? Shape::N : n_; }
   __device__ int lane() const { return lane_; }
   __device__ bool leader() const { return lane_ == 0; }
   __device__ void sync() const { __syncwarp(mask_); }
@@ -61,7 +63,7 @@ class CudaTeam {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int i = lane_ + W * k;
-      if (i < n_) f(math::Slot{i, k});
+      if (i < n()) f(math::Slot{i, k});
     }
   }
 
@@ -79,14 +81,38 @@ class CudaTeam {
     return __all_sync(mask_, ok) != 0;
   }
 
+  // A whole vector in registers (K = 1), read from shared memory with 16-byte loads.
+  struct Gathered {
+    Real v[cap];
+    __device__ const Real& operator[](int j) const { return v[j]; }
+  };
+
   // Two buffers used in turn: a lane writing one has passed the barrier of the previous
   // share(), which every lane reaches only after its last read of the view before that.
-  __device__ const Real* share(const Vec& v) const {
+  // Components at or above n read as 0.
+  __device__ auto share(const Vec& v) const {
     Real* buffer = exchange_ + which_ * cap;
     which_ ^= 1;
-    each([&](math::Slot s) { buffer[s.i] = v[s]; });
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i = lane_ + W * k;
+      buffer[i] = i < n() ? v.v[k] : Real(0);
+    }
     __syncwarp(mask_);
-    return buffer;
+    if constexpr (K == 1) {
+      constexpr int per_load = 16 / sizeof(Real);
+      using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
+      static_assert(cap % per_load == 0, "exchange buffers hold whole 16-byte vectors");
+      Gathered gathered;
+#pragma unroll
+      for (int j = 0; j < cap; j += per_load) {
+        const Vec16 part = *reinterpret_cast<const Vec16*>(buffer + j);
+        memcpy(&gathered.v[j], &part, sizeof(part));
+      }
+      return gathered;
+    } else {
+      return static_cast<const Real*>(buffer);
+    }
   }
 
  private:
@@ -151,9 +177,10 @@ inline constexpr int team_block_threads = 128;
 
 // Copies matrices [0, count) of a contiguous batch slice between global memory and padded
 // tiles (tile m starts at tiles + m * tile_reals), with 16-byte accesses when n allows.
-template <class Real, bool to_tiles>
+template <class Real, bool to_tiles, int fixed_n>
 __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* global, int count,
                            int n) {
+  if constexpr (fixed_n > 0) n = fixed_n;
   constexpr int vec = 16 / sizeof(Real);
   using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
   const int nn = n * n;
@@ -199,6 +226,7 @@ __global__ void __launch_bounds__(team_block_threads)
                 std::int32_t* iterations, index_t batch, int n, Body body) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   constexpr int W = Shape::W;
+  if constexpr (Shape::N > 0) n = Shape::N;
   const int teams = blockDim.x / W;
   const int stride = n + 1;
   const int tile_reals = n * stride;
@@ -209,9 +237,11 @@ __global__ void __launch_bounds__(team_block_threads)
   const index_t first = index_t(blockIdx.x) * teams;
   const int count = static_cast<int>(batch - first < teams ? batch - first : teams);
   const index_t offset = first * n * n;
-  copy_tiles<Real, true>(tiles0, tile_reals, stride, const_cast<Real*>(in0) + offset, count, n);
+  copy_tiles<Real, true, Shape::N>(tiles0, tile_reals, stride, const_cast<Real*>(in0) + offset,
+                                   count, n);
   if (in1 != nullptr)
-    copy_tiles<Real, true>(tiles1, tile_reals, stride, const_cast<Real*>(in1) + offset, count, n);
+    copy_tiles<Real, true, Shape::N>(tiles1, tile_reals, stride, const_cast<Real*>(in1) + offset,
+                                     count, n);
   __syncthreads();
 
   const int team_index = threadIdx.x / W;
@@ -228,7 +258,7 @@ __global__ void __launch_bounds__(team_block_threads)
     }
   }
   __syncthreads();
-  copy_tiles<Real, false>(tiles1, tile_reals, stride, out + offset, count, n);
+  copy_tiles<Real, false, Shape::N>(tiles1, tile_reals, stride, out + offset, count, n);
 }
 
 inline std::size_t team_shared_bytes(int teams, int cap, int n, std::size_t real_size) {
@@ -268,16 +298,24 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
   SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
 }
 
-// Calls launch(TeamShape<W, K>{}) with the shape team_width(n) gives; n <= max_team_n.
+// Calls launch(TeamShape<W, K, N>{}) with the shape team_width(n) gives; n <= max_team_n.
 template <class Launch>
 void with_team_shape(int n, Launch&& launch) {
-  if (n <= 4)
+  if (n == 4)
+    launch(TeamShape<4, 1, 4>{});
+  else if (n < 4)
     launch(TeamShape<4, 1>{});
-  else if (n <= 8)
+  else if (n == 8)
+    launch(TeamShape<8, 1, 8>{});
+  else if (n < 8)
     launch(TeamShape<8, 1>{});
-  else if (n <= 16)
+  else if (n == 16)
+    launch(TeamShape<16, 1, 16>{});
+  else if (n < 16)
     launch(TeamShape<16, 1>{});
-  else if (n <= 32)
+  else if (n == 32)
+    launch(TeamShape<32, 1, 32>{});
+  else if (n < 32)
     launch(TeamShape<32, 1>{});
   else if (n <= math::max_team_n)
     launch(TeamShape<32, 2>{});

@@ -1,12 +1,12 @@
 #pragma once
-// Conjugate gradients for one small symmetric system, run by a team (solvers/common/team.hpp)
+// Conjugate gradients for one small symmetric system, run by a team (core/team.hpp)
 // on the CPU or the GPU (Eigen's loop, in the shape of PETSc's KSP: stop on
 // ||r|| <= tolerance ||b||, report why it stopped). Every dot product is a team sum in the
 // canonical order, so all lanes take the same branches and both devices give the same bits.
 
 #include "core/forward_math.hpp"
 #include "core/status.hpp"
-#include "solvers/common/team.hpp"
+#include "core/team.hpp"
 
 namespace sinkgrad::math {
 

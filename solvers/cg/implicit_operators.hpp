@@ -1,5 +1,5 @@
 #pragma once
-// The implicit systems' pieces in team form (solvers/common/team.hpp): marginals and input
+// The implicit systems' pieces in team form (core/team.hpp): marginals and input
 // checks, right-hand sides, matrix-free operators, back-substitution and gradient assembly.
 // Each applies its matrix in O(n^2) without forming it; a lane touches only its own rows and
 // columns of R and G (Matrices: R_row, R_col, G_row, G_col, grad_row per slot) and the shared

@@ -15,7 +15,7 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   TeamMarginals<Team> m;
   if (!team_marginals<Real>(team, mats, m))
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
-  CgVector<Team, 1> b, beta;
+  CgVector<Team, 1> b{}, beta{};
   team_schur_rhs<Real>(team, mats, true, m, b.part[0]);
   const MatrixOutcome outcome = conjugate_gradient(
       team, CorrectedSchurOperator<Real, Team, Matrices>{mats, m}, b, beta, settings, history);

@@ -20,7 +20,7 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
   MatrixOutcome outcome;
   bool finite = false;
   if (system == PlainSystem::schur) {
-    CgVector<Team, 1> b, beta;
+    CgVector<Team, 1> b{}, beta{};
     team_schur_rhs<Real>(team, mats, false, m, b.part[0]);
     outcome = conjugate_gradient(team, PlainSchurOperator<Real, Matrices>{mats}, b, beta, settings,
                                  history);
@@ -30,7 +30,7 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
     team_schur_alpha<Real>(team, mats, false, m, beta.part[0], alpha);
     finite = team_assemble_gradient<Real>(team, mats, alpha, beta.part[0]);
   } else {
-    CgVector<Team, 2> rhs, x;  // [s_r; s_c] and [α; β]
+    CgVector<Team, 2> rhs{}, x{};  // [s_r; s_c] and [α; β]
     team.each([&](Slot s) {
       rhs.part[0][s] = m.s_r[s];
       rhs.part[1][s] = m.s_c[s];

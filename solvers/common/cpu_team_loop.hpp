@@ -6,7 +6,7 @@
 
 #include "core/cpu_batch_loop.hpp"
 #include "core/error.hpp"
-#include "solvers/common/team.hpp"
+#include "core/team.hpp"
 
 namespace sinkgrad {
 

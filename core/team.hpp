@@ -10,10 +10,13 @@
 //   team.n()                 the matrix size
 //   team.each(f)             f(Slot) for every component this lane owns (i < n), slots ascending
 //   team.sum(f)              the sum over all components of f(Slot), in the canonical order
+//   team.max(f)              the largest f(Slot) over all components
 //   team.all(ok)             whether ok holds on every lane
 //   team.leader()            true on exactly one lane (it writes the per-matrix outputs)
 //   team.share(v)            a view x[j], j < n, of the whole vector v (valid until the next
 //                            share() call of this team)
+//   team.rows<id>()          lane-private rows: rows[slot][j], j < cap (id 0, 1, 2: three sets)
+//   team.sync()              orders the team's writes to shared tiles before reads by others
 //   Team::Vec                a vector of n components distributed like the rows, v[slot]
 //   Team::cap                a compile-time bound on n: loops run j < cap and stop at n
 //
@@ -93,9 +96,11 @@ class CpuTeam {
     const Real& operator[](Slot s) const { return v[s.k]; }
   };
 
-  explicit CpuTeam(int n) : n_(n) {}
+  // scratch: 3 n^2 Reals for rows<0..2>() (null when the algorithm uses none).
+  explicit CpuTeam(int n, Real* scratch = nullptr) : n_(n), scratch_(scratch) {}
 
   int n() const { return n_; }
+  void sync() const {}
 
   template <class F>
   void each(F&& f) const {
@@ -111,12 +116,30 @@ class CpuTeam {
     return canonical_sum(values, n_);
   }
 
+  template <class F>
+  Real max(F&& f) const {
+    Real largest = f(Slot{0, 0});
+    for (int i = 1; i < n_; ++i) largest = max_of(largest, f(Slot{i, i}));
+    return largest;
+  }
+
   bool all(bool ok) const { return ok; }
 
   const Real* share(const Vec& v) const { return v.v; }
 
+  struct Rows {
+    Real* data;
+    int n;
+    Real* operator[](Slot s) const { return data + s.i * n; }
+  };
+  template <int id>
+  Rows rows() const {
+    return {scratch_ + id * n_ * n_, n_};
+  }
+
  private:
   int n_;
+  Real* scratch_;
 };
 
 // The CPU's view of one problem: R, G and the gradient of one matrix, row-major n x n.
