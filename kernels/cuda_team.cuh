@@ -77,8 +77,29 @@ class CudaTeam {
     return partial;
   }
 
+  template <class F>
+  __device__ Real max(F&& f) const {
+    Real largest = f(math::Slot{lane_ < n() ? lane_ : 0, 0});
+    each([&](math::Slot s) { largest = math::max_of(largest, f(s)); });
+#pragma unroll
+    for (int distance = W / 2; distance > 0; distance /= 2)
+      largest = math::max_of(largest, __shfl_xor_sync(mask_, largest, distance, W));
+    return largest;
+  }
+
   __device__ bool all(bool ok) const {
     return __all_sync(mask_, ok) != 0;
+  }
+
+  // Lane-private rows in registers (K = 1; local memory for K = 2).
+  struct Rows {
+    Real v[K][cap];
+    __device__ Real (&operator[](math::Slot s))[cap] { return v[s.k]; }
+    __device__ const Real (&operator[](math::Slot s) const)[cap] { return v[s.k]; }
+  };
+  template <int id>
+  __device__ Rows rows() const {
+    return Rows{};
   }
 
   // A whole vector in registers (K = 1), read from shared memory with 16-byte loads.

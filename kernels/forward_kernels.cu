@@ -1,12 +1,45 @@
-// CUDA batch driver of the Sinkhorn forward (core/forward_math.hpp), one thread per matrix,
-// the potentials f, g in shared memory.
+// CUDA batch driver of the Sinkhorn forward: for n <= 64 the team form of
+// core/sinkhorn_forward_team.hpp (one team of lanes per matrix, kernels/cuda_team.cuh), above
+// that the log-domain loop of core/forward_math.hpp, one thread per matrix.
 
 #include "core/forward_math.hpp"
+#include "core/sinkhorn_forward_team.hpp"
 #include "kernels/backward_kernels.hpp"
+#include "kernels/cuda_team.cuh"
 #include "kernels/per_matrix_launch.cuh"
 
 namespace sinkgrad::cuda {
 namespace {
+
+// The logits' row and column in registers (K = 1) or shared memory; R in the output tile.
+template <class Real, class Shape>
+struct ForwardTileMatrices {
+  TileMatrices<Real, Shape> logits;  // its "R" accessors read the logits' tile
+  Tile<Real> R_tile;
+  __device__ ForwardTileMatrices(Tile<Real> M, Tile<Real> R, int lane, int n)
+      : logits(M, R, lane, n), R_tile(R) {}
+  __device__ decltype(auto) M_row(math::Slot s) const { return logits.R_row(s); }
+  __device__ decltype(auto) M_col(math::Slot s) const { return logits.R_col(s); }
+  __device__ math::StridedView<Real> R_row(math::Slot s) const { return R_tile.row(s.i); }
+  __device__ math::StridedView<Real> R_col(math::Slot s) const { return R_tile.col(s.i); }
+};
+
+template <class Real, class Shape>
+struct ForwardTeam {
+  int iterations;
+  Real* column_violation;
+  unsigned long long* invalid_count;
+  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> R,
+                                      index_t b) const {
+    const ForwardTileMatrices<Real, Shape> mats(M, R, team.lane(), team.n());
+    const auto outcome = math::sinkhorn_forward_team<Real>(team, mats, iterations);
+    if (team.leader()) {
+      if (!outcome.finite && invalid_count != nullptr) atomicAdd(invalid_count, 1ULL);
+      if (column_violation != nullptr) column_violation[b] = outcome.violation;
+    }
+    return {};
+  }
+};
 
 template <class Real>
 __global__ void forward_kernel(BatchView<const Real> logits, int iterations, BatchView<Real> R,
@@ -34,6 +67,15 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
   if (logits.batch != R.batch || logits.n != R.n)
     throw Error("forward: logits and R must have the same shape");
   if (logits.batch == 0) return;
+  if (logits.n <= math::max_team_n) {
+    with_team_shape(logits.n, [&](auto shape) {
+      using Shape = decltype(shape);
+      launch_teams<Real, Shape>(
+          logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
+          ForwardTeam<Real, Shape>{iterations, column_violation, invalid_count});
+    });
+    return;
+  }
   const std::size_t stride = detail::padded_workspace(2 * static_cast<std::size_t>(logits.n));
   auto kernel = &forward_kernel<Real>;
   const detail::LaunchShape shape =
