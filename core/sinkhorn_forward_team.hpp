@@ -146,6 +146,7 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
       }
     });
   } else {
+    team.sync();
     team.each([&](Slot s) {
       const auto& R = mats.R_row(s);
       for (int j = 0; j < n; ++j) R[j] = quiet_nan<Real>();
