@@ -5,9 +5,10 @@
 // launch errors throw sinkgrad::Error at once, errors while the kernel runs surface at the
 // next checked synchronising call (cuda::synchronize; BackwardSolver::solve and the
 // device-aware sinkhorn_forward synchronise and check before they return). The per-matrix
-// mathematics is the host/device headers that the CPU variants run, one GPU thread per matrix
-// with its workspace in shared memory (kernels/per_matrix_launch.cuh). Compiled only when the
-// build has CUDA (SINKGRAD_WITH_CUDA).
+// mathematics is the host/device headers that the CPU variants run: the CG solvers and the
+// forward (n <= 64) in team form, one team of warp lanes per matrix (kernels/cuda_team.cuh);
+// unrolled and direct one GPU thread per matrix with its workspace in shared memory
+// (kernels/per_matrix_launch.cuh). Compiled only when the build has CUDA (SINKGRAD_WITH_CUDA).
 
 #include "core/backward_problem.hpp"
 #include "solvers/cg/cg_math.hpp"
