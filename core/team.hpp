@@ -17,6 +17,10 @@
 //                            share() call of this team)
 //   team.rows<id>()          lane-private rows: rows[slot][j], j < cap (id 0, 1, 2: three sets)
 //   team.sync()              orders the team's writes to shared tiles before reads by others
+//   team.storage()           team-shared scratch of the size the driver was asked for
+//   team.stride()            the distance between vectors kept in storage (>= n)
+//   team.store(p, v)         writes this lane's components of v to p[i] (p in storage)
+//   team.load(p)             a view x[j], j < n, of a vector stored at p (after a sync())
 //   Team::Vec                a vector of n components distributed like the rows, v[slot]
 //   Team::cap                a compile-time bound on n: loops run j < cap and stop at n
 //
@@ -96,11 +100,20 @@ class CpuTeam {
     const Real& operator[](Slot s) const { return v[s.k]; }
   };
 
-  // scratch: 3 n^2 Reals for rows<0..2>() (null when the algorithm uses none).
-  explicit CpuTeam(int n, Real* scratch = nullptr) : n_(n), scratch_(scratch) {}
+  // scratch: 3 n^2 Reals for rows<0..2>() (null when the algorithm uses none); storage: what
+  // storage() returns.
+  explicit CpuTeam(int n, Real* scratch = nullptr, Real* storage = nullptr)
+      : n_(n), scratch_(scratch), storage_(storage) {}
 
   int n() const { return n_; }
   void sync() const {}
+
+  Real* storage() const { return storage_; }
+  int stride() const { return n_; }
+  void store(Real* where, const Vec& v) const {
+    for (int i = 0; i < n_; ++i) where[i] = v.v[i];
+  }
+  const Real* load(const Real* where) const { return where; }
 
   template <class F>
   void each(F&& f) const {
@@ -140,6 +153,7 @@ class CpuTeam {
  private:
   int n_;
   Real* scratch_;
+  Real* storage_;
 };
 
 // The CPU's view of one problem: R, G and the gradient of one matrix, row-major n x n.
@@ -151,6 +165,20 @@ struct CpuMatrices {
   int n;
   StridedView<const Real> R_row(Slot s) const { return {R + s.i * n, 1}; }
   StridedView<const Real> R_col(Slot s) const { return {R + s.i, n}; }
+  StridedView<const Real> G_row(Slot s) const { return {G + s.i * n, 1}; }
+  StridedView<const Real> G_col(Slot s) const { return {G + s.i, n}; }
+  StridedView<Real> grad_row(Slot s) const { return {grad + s.i * n, 1}; }
+};
+
+// The CPU's view of one problem of the solvers that read the logits: M, G and the gradient.
+template <class Real>
+struct CpuLogitMatrices {
+  const Real* M;
+  const Real* G;
+  Real* grad;
+  int n;
+  StridedView<const Real> M_row(Slot s) const { return {M + s.i * n, 1}; }
+  StridedView<const Real> M_col(Slot s) const { return {M + s.i, n}; }
   StridedView<const Real> G_row(Slot s) const { return {G + s.i * n, 1}; }
   StridedView<const Real> G_col(Slot s) const { return {G + s.i, n}; }
   StridedView<Real> grad_row(Slot s) const { return {grad + s.i * n, 1}; }

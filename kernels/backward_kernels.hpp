@@ -24,10 +24,10 @@ template <class Real>
 void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                       Real* column_violation, unsigned long long* invalid_count = nullptr);
 
-// The potentials of the replay live in shared memory: all 2nT of them when they fit, else
-// checkpoints and one recomputed segment (unrolled_math.hpp). Throws Error when T is so large
-// that even the smallest checkpointed workspace exceeds a block's shared memory (for n = 64
-// that is T above about 24,000 in float64).
+// n <= 64: one team of lanes per matrix (solvers/unrolled/unrolled_team.hpp), the replay's
+// tape in shared memory, checkpointed when T > 23; above, one thread per matrix
+// (unrolled_math.hpp). Throws Error when T is so large that even the smallest checkpointed tape
+// exceeds a block's shared memory.
 template <class Real>
 void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result);
 

@@ -49,9 +49,10 @@ class CudaTeam {
     __device__ const Real& operator[](math::Slot s) const { return v[s.k]; }
   };
 
-  // exchange: 2 cap Reals of shared memory private to the team.
-  __device__ CudaTeam(int n, int lane, unsigned mask, Real* exchange)
-      : n_(n), lane_(lane), mask_(mask), exchange_(exchange) {}
+  // exchange: 2 cap Reals of shared memory private to the team; storage: the team's scratch
+  // (16-byte aligned, whole vectors of cap Reals).
+  __device__ CudaTeam(int n, int lane, unsigned mask, Real* exchange, Real* storage)
+      : n_(n), lane_(lane), mask_(mask), exchange_(exchange), storage_(storage) {}
 
   __device__ int n() const { return Shape::N > 0 ? Shape::N : n_; }
   __device__ int lane() const { return lane_; }
@@ -120,19 +121,35 @@ class CudaTeam {
       buffer[i] = i < n() ? v.v[k] : Real(0);
     }
     __syncwarp(mask_);
+    return load(buffer);
+  }
+
+  __device__ Real* storage() const {
+    return storage_;
+  }
+  __device__ int stride() const {
+    return cap;
+  }
+  __device__ void store(Real* where, const Vec& v) const {
+    each([&](math::Slot s) { where[s.i] = v.v[s.k]; });
+  }
+
+  // The vector at where (cap Reals, 16-byte aligned): in registers for K = 1, read with 16-byte
+  // loads; a pointer into shared memory for K = 2.
+  __device__ auto load(const Real* where) const {
     if constexpr (K == 1) {
       constexpr int per_load = 16 / sizeof(Real);
       using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
-      static_assert(cap % per_load == 0, "exchange buffers hold whole 16-byte vectors");
+      static_assert(cap % per_load == 0, "vectors are whole 16-byte words");
       Gathered gathered;
 #pragma unroll
       for (int j = 0; j < cap; j += per_load) {
-        const Vec16 part = *reinterpret_cast<const Vec16*>(buffer + j);
+        const Vec16 part = *reinterpret_cast<const Vec16*>(where + j);
         memcpy(&gathered.v[j], &part, sizeof(part));
       }
       return gathered;
     } else {
-      return static_cast<const Real*>(buffer);
+      return where;
     }
   }
 
@@ -141,6 +158,7 @@ class CudaTeam {
   int lane_;
   unsigned mask_;
   Real* exchange_;
+  Real* storage_;
   mutable int which_ = 0;
 };
 
@@ -240,20 +258,23 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* global
 }
 
 // One team per matrix. in0 -> tile 0; in1 (may be null) -> tile 1; tile 1 -> out. body(team,
-// tile0, tile1, b) -> MatrixOutcome; the leader stores it when status is not null.
+// tile0, tile1, b) -> MatrixOutcome; the leader stores it when status is not null. Each team
+// gets storage_reals (a multiple of 4) of scratch, team.storage().
 template <class Real, class Shape, class Body>
 __global__ void __launch_bounds__(team_block_threads)
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
-                std::int32_t* iterations, index_t batch, int n, Body body) {
+                std::int32_t* iterations, index_t batch, int n, int storage_reals, Body body) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   constexpr int W = Shape::W;
   if constexpr (Shape::N > 0) n = Shape::N;
   const int teams = blockDim.x / W;
   const int stride = n + 1;
   const int tile_reals = n * stride;
-  // Layout: exchange buffers of every team, then tiles 0, then tiles 1.
+  // Layout: exchange buffers of every team, storage, then tiles 0, then tiles 1 (every part
+  // 16-byte aligned).
   Real* exchange = reinterpret_cast<Real*>(shared_bytes);
-  Real* tiles0 = exchange + teams * 2 * Shape::cap;
+  Real* storage = exchange + teams * 2 * Shape::cap;
+  Real* tiles0 = storage + teams * storage_reals;
   Real* tiles1 = tiles0 + teams * tile_reals;
   const index_t first = index_t(blockIdx.x) * teams;
   const int count = static_cast<int>(batch - first < teams ? batch - first : teams);
@@ -269,7 +290,8 @@ __global__ void __launch_bounds__(team_block_threads)
   const int lane = threadIdx.x % W;
   if (team_index < count) {
     const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << ((threadIdx.x % 32) / W * W);
-    CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * 2 * Shape::cap);
+    CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * 2 * Shape::cap,
+                               storage + team_index * storage_reals);
     const index_t b = first + team_index;
     const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
                                        Tile<Real>{tiles1 + team_index * tile_reals, stride}, b);
@@ -282,19 +304,24 @@ __global__ void __launch_bounds__(team_block_threads)
   copy_tiles<Real, false, Shape::N>(tiles1, tile_reals, stride, out + offset, count, n);
 }
 
-inline std::size_t team_shared_bytes(int teams, int cap, int n, std::size_t real_size) {
+inline std::size_t team_shared_bytes(int teams, int cap, int n, int storage_reals,
+                                     std::size_t real_size) {
   return real_size * static_cast<std::size_t>(teams) *
-         (2 * static_cast<std::size_t>(cap) + 2 * static_cast<std::size_t>(n) * (n + 1));
+         (2 * static_cast<std::size_t>(cap) + static_cast<std::size_t>(storage_reals) +
+          2 * static_cast<std::size_t>(n) * (n + 1));
 }
 
 }  // namespace detail
 
-// Runs body on every matrix of a batch (device pointers, row-major [B][n][n]). Shape must
-// match n (team_shape_for); throws Error when a team's tiles exceed a block's shared memory.
+// Runs body on every matrix of a batch (device pointers, row-major [B][n][n]) with
+// storage_reals of team storage. Shape must match n (with_team_shape); throws Error when a
+// team's tiles and storage exceed a block's shared memory.
 template <class Real, class Shape, class Body>
 void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
-                  std::int32_t* iterations, index_t batch, int n, Body body) {
+                  std::int32_t* iterations, index_t batch, int n, Body body,
+                  int storage_reals = 0) {
   if (batch <= 0) return;
+  storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
   auto kernel = &detail::team_kernel<Real, Shape, Body>;
   int device = 0;
   SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
@@ -302,10 +329,11 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
   SINKGRAD_CUDA_CHECK(
       cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   int teams = detail::team_block_threads / Shape::W;
-  while (teams > 1 &&
-         detail::team_shared_bytes(teams, Shape::cap, n, sizeof(Real)) > std::size_t(limit) / 2)
+  while (teams > 1 && detail::team_shared_bytes(teams, Shape::cap, n, storage_reals, sizeof(Real)) >
+                          std::size_t(limit) / 2)
     teams /= 2;
-  const std::size_t bytes = detail::team_shared_bytes(teams, Shape::cap, n, sizeof(Real));
+  const std::size_t bytes =
+      detail::team_shared_bytes(teams, Shape::cap, n, storage_reals, sizeof(Real));
   if (bytes > std::size_t(limit))
     throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
                 " bytes of shared memory per matrix, more than a CUDA block has");
@@ -314,8 +342,8 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
                                              static_cast<int>(bytes)));
   const index_t blocks = (batch + teams - 1) / teams;
   if (blocks > index_t(0x7fffffff)) throw Error("batch too large for one CUDA launch");
-  kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes>>>(in0, in1, out, status,
-                                                                     iterations, batch, n, body);
+  kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes>>>(
+      in0, in1, out, status, iterations, batch, n, storage_reals, body);
   SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
 }
 

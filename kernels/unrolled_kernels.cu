@@ -1,14 +1,40 @@
-// CUDA batch driver of `unrolled` (solvers/unrolled/unrolled_math.hpp): the potentials of the
-// replay in shared memory, the adjoint W in the gradient buffer itself.
+// CUDA batch driver of `unrolled`: for n <= 64 the team form of
+// solvers/unrolled/unrolled_team.hpp (one team of lanes per matrix, the replay's tape in
+// shared memory, kernels/cuda_team.cuh); above that the log-domain replay of
+// solvers/unrolled/unrolled_math.hpp, one thread per matrix with its potentials in shared
+// memory and the adjoint W in the gradient buffer itself.
 
 #include <string>
 
 #include "kernels/backward_kernels.hpp"
+#include "kernels/cuda_team.cuh"
 #include "kernels/per_matrix_launch.cuh"
 #include "solvers/unrolled/unrolled_math.hpp"
+#include "solvers/unrolled/unrolled_team.hpp"
 
 namespace sinkgrad::cuda {
 namespace {
+
+// The logits in the first tile; G, overwritten by the gradient, in the second.
+template <class Real>
+struct UnrolledTileMatrices {
+  Tile<Real> M, G;
+  __device__ math::StridedView<Real> M_row(math::Slot s) const { return M.row(s.i); }
+  __device__ math::StridedView<Real> M_col(math::Slot s) const { return M.col(s.i); }
+  __device__ math::StridedView<Real> G_row(math::Slot s) const { return G.row(s.i); }
+  __device__ math::StridedView<Real> G_col(math::Slot s) const { return G.col(s.i); }
+  __device__ math::StridedView<Real> grad_row(math::Slot s) const { return G.row(s.i); }
+};
+
+template <class Real, class Shape>
+struct UnrolledTeam {
+  int T;
+  int segment;
+  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
+                                      index_t) const {
+    return math::unrolled_team<Real>(team, UnrolledTileMatrices<Real>{M, G}, T, segment);
+  }
+};
 
 template <class Real>
 struct UnrolledMatrix {
@@ -23,15 +49,24 @@ struct UnrolledMatrix {
   }
 };
 
-// Shared memory per matrix aimed at: 512 matrices resident per multiprocessor (228 KB) keep
-// enough threads in flight; a longer T is checkpointed into that, and only when even the
-// smallest checkpointed workspace does not fit does a matrix get more (fewer per block).
+// Tape of the team form, in vectors of cap Reals: T <= 23 keeps every step (48 vectors); a
+// longer T is checkpointed into as much, or into the least a checkpointed tape needs.
+constexpr long long tape_vectors = 48;
+
+// Shared memory per matrix of the one-thread form aimed at: 512 matrices resident per
+// multiprocessor (228 KB) keep enough threads in flight; a longer T is checkpointed into that,
+// and only when even the smallest checkpointed workspace does not fit does a matrix get more
+// (fewer per block).
 constexpr long long target_bytes_per_matrix = 448;
 
-}  // namespace
+[[noreturn]] void too_long(int n, int T) {
+  throw Error("unrolled on cuda: n = " + std::to_string(n) + ", T = " + std::to_string(T) +
+              " needs more on-chip memory for the checkpointed replay than a CUDA block has; "
+              "use --device cpu or a smaller T");
+}
 
 template <class Real>
-void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
+void unrolled_per_thread(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
   long long capacity = target_bytes_per_matrix / static_cast<long long>(sizeof(Real));
@@ -40,13 +75,37 @@ void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
     capacity = static_cast<long long>(max_workspace_reals<Real>(threads));
     segment = math::unrolled_segment_length(n, T, capacity);
   }
-  if (segment == 0)
-    throw Error("unrolled on cuda: n = " + std::to_string(n) + ", T = " + std::to_string(T) +
-                " needs more on-chip memory for the checkpointed potentials than a CUDA block "
-                "has; use --device cpu or a smaller T");
+  if (segment == 0) too_long(n, T);
   const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, segment));
   launch_per_matrix<Real>(result, problem.grad_output.batch, workspace,
                           UnrolledMatrix<Real>{problem, result, n, T, segment});
+}
+
+}  // namespace
+
+template <class Real>
+void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
+  const int n = problem.grad_output.n;
+  const int T = problem.forward_iterations;
+  if (n > math::max_team_n) return unrolled_per_thread(problem, result);
+  with_team_shape(n, [&](auto shape) {
+    using Shape = decltype(shape);
+    const int stride = Shape::cap;
+    // The longest segment within tape_vectors, else the one with the smallest tape.
+    int segment = math::unrolled_segment_length(stride, T, tape_vectors * stride);
+    if (segment == 0) {
+      segment = 1;
+      for (int L = 2; L <= T; ++L)
+        if (math::unrolled_workspace(stride, T, L) < math::unrolled_workspace(stride, T, segment))
+          segment = L;
+    }
+    const long long tape = math::unrolled_workspace(stride, T, segment);
+    if (tape * static_cast<long long>(sizeof(Real)) > 200 * 1024) too_long(n, T);
+    launch_teams<Real, Shape>(problem.logits.data, problem.grad_output.data,
+                              result.grad_logits.data, result.status, result.iterations,
+                              problem.grad_output.batch, n, UnrolledTeam<Real, Shape>{T, segment},
+                              static_cast<int>(tape));
+  });
 }
 
 template void unrolled(const BackwardProblem<float>&, const BackwardResult<float>&);

@@ -7,6 +7,7 @@
 
 #include "core/forward_math.hpp"
 #include "solvers/cg/cg_math.hpp"
+#include "solvers/common/team_fail.hpp"
 
 namespace sinkgrad::math {
 
@@ -94,19 +95,6 @@ SINKGRAD_HD bool team_assemble_gradient(const Team& team, const Matrices& mats,
     }
   });
   return team.all(finite);
-}
-
-// A failed matrix gets NaN everywhere (its status says why), never a plausible-looking value.
-template <class Real, class Team, class Matrices>
-SINKGRAD_HD MatrixOutcome team_fail(const Team& team, const Matrices& mats, SolveStatus status,
-                                    int iterations = 0) {
-  const int n = team.n();
-  team.sync();  // other lanes may still read these rows (a vote does not order shared memory)
-  team.each([&](Slot s) {
-    const auto& grad = mats.grad_row(s);
-    for (int j = 0; j < n; ++j) grad[j] = quiet_nan<Real>();
-  });
-  return {status, iterations};
 }
 
 // S = I - R^T R (plain Schur complement, assumes r = c = 1).

@@ -1,13 +1,17 @@
-// `unrolled`: exact reverse replay of the T forward steps (solvers/unrolled/unrolled_math.hpp).
+// `unrolled`: exact reverse replay of the T forward steps, in team form for n <= 1024
+// (solvers/unrolled/unrolled_team.hpp), in the log domain one matrix at a time above
+// (solvers/unrolled/unrolled_math.hpp).
 
 #include "core/cpu_batch_loop.hpp"
 #include "core/solver_registry.hpp"
+#include "solvers/common/cpu_team_loop.hpp"
 #include "solvers/common/solver_variants.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "kernels/backward_kernels.hpp"
 #endif
 #include "solvers/builtin_solvers.hpp"
 #include "solvers/unrolled/unrolled_math.hpp"
+#include "solvers/unrolled/unrolled_team.hpp"
 
 namespace sinkgrad {
 namespace {
@@ -21,6 +25,18 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
     const int n = problem.grad_output.n;
     const int T = problem.forward_iterations;
     const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, T));
+    if (n <= max_cpu_team_n) {
+      solve_each_matrix_with_team(
+          result, problem.grad_output.batch, n,
+          [&](const auto& team, index_t b, Real*) {
+            const math::CpuLogitMatrices<Real> mats{problem.logits.matrix(b),
+                                                    problem.grad_output.matrix(b),
+                                                    result.grad_logits.matrix(b), n};
+            return math::unrolled_team<Real>(team, mats, T, T);
+          },
+          3 * static_cast<std::size_t>(n) * n, workspace);
+      return;
+    }
     solve_each_matrix_on_cpu(
         result, problem.grad_output.batch, workspace, [&](index_t b, Real* work, Real*) {
           return math::unrolled_backward_matrix(problem.logits.matrix(b),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/sinkhorn_forward.hpp"
+#include "solvers/unrolled/unrolled_team.hpp"
 #include "tests/support/random_inputs.hpp"
 #include "tests/support/reference_math.hpp"
 #include "tests/support/solve_helpers.hpp"
@@ -161,6 +162,46 @@ TEST(Unrolled, LinearInGradOutput) {
   for (index_t k = 0; k < G12.size(); ++k)
     combined[k] = 2 * d1.grad.data()[k] - 3 * d2.grad.data()[k];
   EXPECT_LT(relative_error(d12.grad.data(), combined, combined.size()), 1e-13);
+}
+
+// A tape of checkpoints every L steps and one recomputed segment (what the GPU uses when T is
+// long) replays the very same operations as the full tape: the same bits, in both domains.
+template <class Real>
+void expect_checkpointed_tape_is_exact() {
+  auto rng = make_rng(252 + sizeof(Real));
+  for (double scale : {1.0, 300.0})  // 300: spread beyond the linear domain, the log replay
+    for (int n : {3, 8})
+      for (int T : {7, 20}) {
+        const auto M = normal_batch<Real>(rng, 1, n, scale);
+        const auto G = normal_batch<Real>(rng, 1, n);
+        const auto nn = static_cast<std::size_t>(n) * n;
+        std::vector<Real> rows(3 * nn), full(nn), checkpointed(nn);
+        std::vector<Real> tape(static_cast<std::size_t>(math::unrolled_workspace(n, T, T)));
+        const math::CpuTeam<Real> full_team(n, rows.data(), tape.data());
+        ASSERT_EQ(
+            math::unrolled_team<Real>(
+                full_team, math::CpuLogitMatrices<Real>{M.data(), G.data(), full.data(), n}, T, T)
+                .status,
+            SolveStatus::ok);
+        for (int L : {1, 2, 3, T - 1}) {
+          SCOPED_TRACE("scale " + std::to_string(scale) + ", n " + std::to_string(n) + ", T " +
+                       std::to_string(T) + ", L " + std::to_string(L));
+          std::vector<Real> short_tape(static_cast<std::size_t>(math::unrolled_workspace(n, T, L)));
+          const math::CpuTeam<Real> team(n, rows.data(), short_tape.data());
+          const auto outcome = math::unrolled_team<Real>(
+              team, math::CpuLogitMatrices<Real>{M.data(), G.data(), checkpointed.data(), n}, T, L);
+          ASSERT_EQ(outcome.status, SolveStatus::ok);
+          EXPECT_EQ(outcome.iterations, T);
+          for (std::size_t k = 0; k < nn; ++k) EXPECT_EQ(checkpointed[k], full[k]) << "entry " << k;
+        }
+      }
+}
+
+TEST(Unrolled, CheckpointedTapeIsExactFloat) {
+  expect_checkpointed_tape_is_exact<float>();
+}
+TEST(Unrolled, CheckpointedTapeIsExactDouble) {
+  expect_checkpointed_tape_is_exact<double>();
 }
 
 }  // namespace

@@ -1,0 +1,273 @@
+#pragma once
+// `unrolled` in team form (core/team.hpp): the exact derivative of the T-step forward of
+// core/sinkhorn_forward_team.hpp, run by the CPU (n <= 1024) and the GPU (n <= 64).
+//
+// Linear domain (the forward's own: X_t = diag(a_t) P diag(b_t), P = exp(M - column maxima)).
+// The forward step t computes u = P^T a_{t-1}, b_t = 1 / u, v = P b_t, a_t = 1 / v, and
+// R = diag(a_T) P diag(b_T). With adjoints ā, b̄ and P̄ (of a, b and P), reversing step t is
+//     ȳ = -ā ⊙ a_t²          (adjoint of v)
+//     b̄ += P^T ȳ,   z̄ = -b̄ ⊙ b_t²   (adjoint of u)
+//     ā = P z̄,      P̄ += ȳ b_t^T + a_{t-1} z̄^T
+// from ā = (G ⊙ P) b_T, b̄ = (G ⊙ P)^T a_T, P̄ = G ⊙ a_T b_T^T, and dL/dM = P ⊙ P̄ (the column
+// maxima drop out: R does not change when a column of M is shifted). Per step that is four
+// matrix-vector products and two rank-one updates, 6 n^2 multiply-adds with the forward
+// replay, and no exponential.
+//
+// Log domain (the forward's fallback for widely spread logits, and the fallback here when a
+// linear-domain gradient overflows): the adjoint W = X ⊙ dL/dX of every iterate, reversed as in
+// unrolled_math.hpp (row normalisation: W -= X_t ⊙ (W 1) 1^T; column normalisation:
+// W -= Y_t ⊙ 1 (1^T W)), with 2 n^2 exponentials per step.
+//
+// Both replay the forward from a tape of the row-side and column-side vectors (a and b, or the
+// potentials f and g) in team storage: every vector when they fit, otherwise checkpoints every
+// L steps and one recomputed segment of L steps at a time (unrolled_workspace).
+
+#include "core/sinkhorn_forward_team.hpp"
+#include "solvers/common/team_fail.hpp"
+#include "solvers/unrolled/unrolled_math.hpp"
+
+namespace sinkgrad::math {
+
+// The tape in team storage, stride Reals per vector: row-side vectors at the checkpoints
+// t = 0, L, 2L, ...; one segment's row-side vectors at t = start .. start + L (row(k), k = t -
+// start) and column-side vectors at t = start + 1 .. start + L (column(k), k = t - start - 1).
+template <class Real>
+struct ReplayTape {
+  Real* base;
+  int stride;
+  int L;
+  int segments;
+  SINKGRAD_HD Real* checkpoint(int s) const { return base + s * stride; }
+  SINKGRAD_HD Real* row(int k) const { return base + (segments + k) * stride; }
+  SINKGRAD_HD Real* column(int k) const { return base + (segments + L + 1 + k) * stride; }
+};
+
+template <class Team, class Real>
+SINKGRAD_HD void load_own(const Team& team, const Real* where, typename Team::Vec& v) {
+  team.each([&](Slot s) { v[s] = where[s.i]; });
+}
+
+// Runs the forward from replay.start() and calls replay.seed() at step T, then replay.back()
+// for t = T .. 1 with the step's vectors (own components of u_t, v_t, u_{t-1} and all of v_t).
+// team.storage(): unrolled_workspace(team.stride(), T, L) Reals.
+template <class Real, class Team, class Replay>
+SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& replay) {
+  using Vec = typename Team::Vec;
+  const int segments = (T + L - 1) / L;
+  const ReplayTape<Real> tape{team.storage(), team.stride(), L, segments};
+  Vec u, v;
+  replay.start(u);
+  team.store(tape.checkpoint(0), u);
+  const int last_start = (segments - 1) * L;
+  for (int t = 1; t <= last_start; ++t) {
+    replay.step(u, v);
+    if (t % L == 0) team.store(tape.checkpoint(t / L), u);
+  }
+  for (int s = segments - 1; s >= 0; --s) {
+    const int start = s * L;
+    const int end = start + L < T ? start + L : T;
+    team.sync();  // other lanes may still read the previous segment's vectors
+    if (s != segments - 1) load_own(team, tape.checkpoint(s), u);
+    team.store(tape.row(0), u);
+    for (int t = start + 1; t <= end; ++t) {
+      replay.step(u, v);
+      team.store(tape.column(t - start - 1), v);
+      team.store(tape.row(t - start), u);
+    }
+    team.sync();
+    if (s == segments - 1) replay.seed(u, v, team.load(tape.column(end - start - 1)));
+    for (int t = end; t > start; --t) {
+      Vec u_t, v_t, u_prev;
+      load_own(team, tape.row(t - start), u_t);
+      load_own(team, tape.column(t - start - 1), v_t);
+      load_own(team, tape.row(t - start - 1), u_prev);
+      replay.back(u_t, v_t, team.load(tape.column(t - start - 1)), u_prev);
+    }
+  }
+}
+
+// The linear-domain replay: u = a, v = b; adjoint rows Pbar.
+template <class Real, class Team, class Matrices, class Rows>
+struct LinearReplay {
+  using Vec = typename Team::Vec;
+  const Team& team;
+  const Matrices& mats;
+  const Rows& P;
+  const Rows& Pt;
+  Rows& Pbar;
+  Vec a_bar, b_bar;
+
+  SINKGRAD_HD void start(Vec& a) const {
+    team.each([&](Slot s) { a[s] = 1; });
+  }
+  SINKGRAD_HD void step(Vec& a, Vec& b) const { linear_domain_step<Real>(team, P, Pt, a, b); }
+
+  template <class AllB>
+  SINKGRAD_HD void seed(const Vec& a, const Vec&, const AllB& all_b) {
+    const int n = team.n();
+    const auto& all_a = team.share(a);
+    team.each([&](Slot s) {
+      const auto& G = mats.G_row(s);
+      const auto& Gc = mats.G_col(s);
+      Real row = 0, column = 0;
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        Pbar[s][j] = G[j] * a[s] * all_b[j];
+        row += G[j] * P[s][j] * all_b[j];
+        column += Gc[j] * all_a[j] * Pt[s][j];
+      }
+      a_bar[s] = row;
+      b_bar[s] = column;
+    });
+  }
+
+  template <class AllB>
+  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev) {
+    const int n = team.n();
+    Vec y_bar, z_bar;
+    team.each([&](Slot s) { y_bar[s] = -a_bar[s] * a[s] * a[s]; });
+    const auto& all_y = team.share(y_bar);
+    team.each([&](Slot s) {
+      z_bar[s] = -(b_bar[s] + dot_n<Team::cap>(Pt[s], all_y, n)) * b[s] * b[s];
+      b_bar[s] = 0;  // b_{t-1} only enters step t - 1
+    });
+    const auto& all_z = team.share(z_bar);
+    team.each([&](Slot s) {
+      a_bar[s] = dot_n<Team::cap>(P[s], all_z, n);
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        Pbar[s][j] += y_bar[s] * all_b[j] + a_prev[s] * all_z[j];
+      }
+    });
+  }
+};
+
+// The log-domain replay: u = f, v = g; W is the adjoint in log space.
+template <class Real, class Team, class Matrices, class Rows>
+struct LogReplay {
+  using Vec = typename Team::Vec;
+  const Team& team;
+  const Matrices& mats;
+  Rows& W;
+
+  SINKGRAD_HD void start(Vec& f) const {
+    team.each([&](Slot s) { f[s] = 0; });
+  }
+  SINKGRAD_HD void step(Vec& f, Vec& g) const {
+    const int n = team.n();
+    const auto& all_f = team.share(f);
+    team.each([&](Slot s) { g[s] = negative_logsumexp<Team::cap, Real>(mats.M_col(s), all_f, n); });
+    const auto& all_g = team.share(g);
+    team.each([&](Slot s) { f[s] = negative_logsumexp<Team::cap, Real>(mats.M_row(s), all_g, n); });
+  }
+
+  template <class AllG>
+  SINKGRAD_HD void seed(const Vec& f, const Vec&, const AllG& all_g) const {
+    const int n = team.n();
+    team.each([&](Slot s) {
+      const auto& M = mats.M_row(s);
+      const auto& G = mats.G_row(s);
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        W[s][j] = exp_of(M[j] + f[s] + all_g[j]) * G[j];
+      }
+    });
+  }
+
+  template <class AllG>
+  SINKGRAD_HD void back(const Vec& f, const Vec&, const AllG& all_g, const Vec& f_prev) const {
+    const int n = team.n();
+    // Row normalisation X_t = exp(M + f_t + g_t): lane-local.
+    team.each([&](Slot s) {
+      const auto& M = mats.M_row(s);
+      Real row_sum = 0;
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        row_sum += W[s][j];
+      }
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        W[s][j] -= exp_of(M[j] + f[s] + all_g[j]) * row_sum;
+      }
+    });
+    // Column normalisation Y_t = exp(M + f_{t-1} + g_t): column sums over the team.
+    Real column_sum[Team::cap];
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      column_sum[j] = team.sum([&](Slot s) { return W[s][j]; });
+    }
+    team.each([&](Slot s) {
+      const auto& M = mats.M_row(s);
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        W[s][j] -= exp_of(M[j] + f_prev[s] + all_g[j]) * column_sum[j];
+      }
+    });
+  }
+};
+
+// Writes grad_ij = value(s, j) when every value is finite; returns whether it did.
+template <class Real, class Team, class Matrices, class Value>
+SINKGRAD_HD bool write_if_finite(const Team& team, const Matrices& mats, Value value) {
+  const int n = team.n();
+  bool finite = true;
+  team.each([&](Slot s) {
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      if (!is_finite(value(s, j))) finite = false;
+    }
+  });
+  if (!team.all(finite)) return false;
+  team.sync();  // the gradient overwrites G on the GPU
+  team.each([&](Slot s) {
+    const auto& grad = mats.grad_row(s);
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      grad[j] = value(s, j);
+    }
+  });
+  return true;
+}
+
+// dL/dM of the T-step forward for one matrix. mats: M_row, M_col (the logits), G_row, G_col,
+// grad_row; segment L from unrolled_segment_length(team.stride(), T, storage Reals).
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD MatrixOutcome unrolled_team(const Team& team, const Matrices& mats, int T, int L) {
+  const int n = team.n();
+  bool G_finite = true;
+  team.each([&](Slot s) {
+    const auto& G = mats.G_row(s);
+    for (int j = 0; j < n; ++j)
+      if (!is_finite(G[j])) G_finite = false;
+  });
+  if (!team.all(G_finite)) return team_fail<Real>(team, mats, SolveStatus::invalid_input);
+  auto P = team.template rows<0>();
+  auto Pt = team.template rows<1>();
+  auto adjoint = team.template rows<2>();  // P̄ (linear domain) or W (log domain)
+  using Rows = decltype(P);
+  bool M_finite = true;
+  if (linear_domain_rows<Real>(team, mats, M_finite, P, Pt)) {
+    LinearReplay<Real, Team, Matrices, Rows> replay{team, mats, P, Pt, adjoint, {}, {}};
+    replay_in_reverse<Real>(team, T, L, replay);
+    if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return P[s][j] * adjoint[s][j]; }))
+      return {SolveStatus::ok, T};
+  } else if (!M_finite) {
+    return team_fail<Real>(team, mats, SolveStatus::invalid_input);
+  }
+  LogReplay<Real, Team, Matrices, Rows> replay{team, mats, adjoint};
+  replay_in_reverse<Real>(team, T, L, replay);
+  if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return adjoint[s][j]; }))
+    return {SolveStatus::ok, T};
+  return team_fail<Real>(team, mats, SolveStatus::breakdown, T);
+}
+
+}  // namespace sinkgrad::math
