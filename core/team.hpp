@@ -3,9 +3,9 @@
 //
 // The n rows of a matrix, and the n components of every vector the algorithms use, are owned
 // by the lanes of a *team*: component i belongs to lane i % W, in that lane's slot i / W. On
-// the GPU a team is W lanes of one warp (kernels/cuda_team.cuh); on the CPU it is one thread
-// that owns every component (CpuTeam below). The algorithms (CG, the forward, the unrolled
-// replay) are templates over the team and touch data only through:
+// the GPU a team is W lanes of one warp, or one thread for n <= 4 (kernels/cuda_team.cuh); on
+// the CPU it is one thread that owns every component (CpuTeam below). The algorithms (CG, the
+// forward, the unrolled replay) are templates over the team and touch data only through:
 //
 //   team.n()                 the matrix size
 //   team.each(f)             f(Slot) for every component this lane owns (i < n), slots ascending
@@ -42,9 +42,11 @@ namespace sinkgrad::math {
 // Largest n a team handles (two components per lane of a 32-lane warp on the GPU).
 inline constexpr int max_team_n = 64;
 
-// Lanes of the team for n: the smallest of 4, 8, 16, 32 that is >= n (32 above 32).
+// Lanes of the team for n: one lane owns a whole matrix up to n = 4 (its 2 n^2 entries fit in
+// registers, and a team of one needs no exchange at all); above, the smallest of 8, 16, 32 that
+// is >= n (32 above 32).
 SINKGRAD_HD constexpr int team_width(int n) {
-  return n <= 4 ? 4 : n <= 8 ? 8 : n <= 16 ? 16 : 32;
+  return n <= 4 ? 1 : n <= 8 ? 8 : n <= 16 ? 16 : 32;
 }
 
 // A component owned by a lane: i is the row or vector index (< n), k the lane's storage slot.

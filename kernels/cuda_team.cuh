@@ -1,14 +1,19 @@
 #pragma once
 // The GPU team of core/team.hpp and the batch driver of the team-form algorithms.
 //
-// A team is W consecutive lanes of one warp (W = team_width(n): 4, 8, 16 or 32) working on one
-// matrix; lane l owns rows l, l + W (K = 1 or 2 slots). A block of up to 128 threads holds
-// 128 / W teams. The block's matrices are contiguous in memory, so the block first copies them
-// into shared memory with coalesced 16-byte loads (a matrix per team, rows padded to n + 1 so
-// that lanes reading a row or a column hit distinct banks), each lane then takes its row and
-// column of the first input into registers (K = 1; for K = 2 they stay in shared memory), the
-// team runs the algorithm, writes its output rows into the second tile, and the block copies
-// the tiles back with coalesced stores. Global memory is touched once per input and output.
+// A team is W consecutive lanes of one warp (W = team_width(n): 8, 16 or 32) working on one
+// matrix; lane l owns rows l, l + W (K = 1 or 2 slots). For n <= 4 a team is a single thread
+// (W = 1, K = 4) that owns the whole matrix in registers: every matrix-vector product is then
+// four independent dot products in one thread, no lane waits for another, and a warp works on
+// 32 matrices at once (a 4-lane team spends most of its time in the latency of its exchanges).
+// A block of up to 128 threads holds 128 / W teams. The block's matrices are contiguous in
+// memory, so the block first copies them into shared memory with coalesced 16-byte loads (a
+// matrix per team, rows padded to n + 1 so that lanes reading a row or a column hit distinct
+// banks; for W = 1, tiles of an odd number of words, so that the threads reading the same entry
+// of their own matrices do), each lane then takes its rows and columns of the first input into
+// registers (K = 1 or W = 1; for K = 2 they stay in shared memory), the team runs the
+// algorithm, writes its output rows into the second tile, and the block copies the tiles back
+// with coalesced stores. Global memory is touched once per input and output.
 //
 // Teams exchange vectors through a small per-team buffer in shared memory (share()) and reduce
 // with xor shuffles inside their W lanes (sum()), in the canonical order of team.hpp.
@@ -113,6 +118,12 @@ class CudaTeam {
   // share(), which every lane reaches only after its last read of the view before that.
   // Components at or above n read as 0.
   __device__ auto share(const Vec& v) const {
+    if constexpr (W == 1) {  // the lane owns the whole vector already
+      Gathered gathered;
+#pragma unroll
+      for (int k = 0; k < K; ++k) gathered.v[k] = k < n() ? v.v[k] : Real(0);
+      return gathered;
+    }
     Real* buffer = exchange_ + which_ * cap;
     which_ ^= 1;
 #pragma unroll
@@ -134,10 +145,10 @@ class CudaTeam {
     each([&](math::Slot s) { where[s.i] = v.v[s.k]; });
   }
 
-  // The vector at where (cap Reals, 16-byte aligned): in registers for K = 1, read with 16-byte
-  // loads; a pointer into shared memory for K = 2.
+  // The vector at where (cap Reals, 16-byte aligned): in registers for K = 1 or W = 1, read
+  // with 16-byte loads; a pointer into shared memory for K = 2.
   __device__ auto load(const Real* where) const {
-    if constexpr (K == 1) {
+    if constexpr (K == 1 || W == 1) {
       constexpr int per_load = 16 / sizeof(Real);
       using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
       static_assert(cap % per_load == 0, "vectors are whole 16-byte words");
@@ -171,23 +182,28 @@ struct Tile {
   __device__ math::StridedView<Real> col(int j) const { return {data + j, stride}; }
 };
 
-// Row i and column i of a tile in registers (K = 1: a lane owns one row).
-template <class Real, int cap>
-struct RowAndColumn {
-  Real row[cap];
-  Real col[cap];
-  __device__ RowAndColumn(Tile<Real> tile, int i, int n) {
+// The rows and columns a lane owns (i = lane + W k, k < K) of a tile, in registers.
+template <class Real, class Shape>
+struct RowsAndColumns {
+  Real row[Shape::K][Shape::cap];
+  Real col[Shape::K][Shape::cap];
+  __device__ RowsAndColumns(Tile<Real> tile, int lane, int n) {
 #pragma unroll
-    for (int j = 0; j < cap; ++j) {
-      row[j] = j < n ? tile.data[i * tile.stride + j] : Real(0);
-      col[j] = j < n ? tile.data[j * tile.stride + i] : Real(0);
+    for (int k = 0; k < Shape::K; ++k) {
+      const int i = lane + Shape::W * k;
+#pragma unroll
+      for (int j = 0; j < Shape::cap; ++j) {
+        row[k][j] = i < n && j < n ? tile.data[i * tile.stride + j] : Real(0);
+        col[k][j] = i < n && j < n ? tile.data[j * tile.stride + i] : Real(0);
+      }
     }
   }
 };
 
 // The Matrices of the implicit solvers on the GPU: R (first tile), G and the gradient (second
-// tile, overwritten in place row by row at the end). K = 1: R's row and column in registers.
-template <class Real, class Shape, bool in_registers = Shape::K == 1>
+// tile, overwritten in place row by row at the end). K = 1 or W = 1: R's rows and columns in
+// registers.
+template <class Real, class Shape, bool in_registers = Shape::K == 1 || Shape::W == 1>
 struct TileMatrices {
   Tile<Real> R_tile, G_tile;
   __device__ TileMatrices(Tile<Real> r, Tile<Real> g, int, int) : R_tile(r), G_tile(g) {}
@@ -200,11 +216,11 @@ struct TileMatrices {
 
 template <class Real, class Shape>
 struct TileMatrices<Real, Shape, true> {
-  RowAndColumn<Real, Shape::cap> R;
+  RowsAndColumns<Real, Shape> R;
   Tile<Real> G_tile;
   __device__ TileMatrices(Tile<Real> r, Tile<Real> g, int lane, int n) : R(r, lane, n), G_tile(g) {}
-  __device__ const Real (&R_row(math::Slot) const)[Shape::cap] { return R.row; }
-  __device__ const Real (&R_col(math::Slot) const)[Shape::cap] { return R.col; }
+  __device__ const Real (&R_row(math::Slot s) const)[Shape::cap] { return R.row[s.k]; }
+  __device__ const Real (&R_col(math::Slot s) const)[Shape::cap] { return R.col[s.k]; }
   __device__ math::StridedView<Real> G_row(math::Slot s) const { return G_tile.row(s.i); }
   __device__ math::StridedView<Real> G_col(math::Slot s) const { return G_tile.col(s.i); }
   __device__ math::StridedView<Real> grad_row(math::Slot s) const { return G_tile.row(s.i); }
@@ -213,6 +229,24 @@ struct TileMatrices<Real, Shape, true> {
 namespace detail {
 
 inline constexpr int team_block_threads = 128;
+
+// Shared memory of one team, in Reals: its exchange buffers (none for W = 1), storage and the
+// two tiles (see the top of this file for the padding).
+template <class Shape>
+struct TeamLayout {
+  int stride;
+  int tile_reals;
+  int exchange_reals;
+  int storage_reals;
+  __host__ __device__ TeamLayout(int n, int storage)
+      : stride(Shape::W == 1 ? n : n + 1),
+        tile_reals(Shape::W == 1 ? (n * n) | 1 : n * (n + 1)),
+        exchange_reals(Shape::W == 1 ? 0 : 2 * Shape::cap),
+        storage_reals(storage) {}
+  __host__ __device__ std::size_t team_reals() const {
+    return std::size_t(exchange_reals) + std::size_t(storage_reals) + 2 * std::size_t(tile_reals);
+  }
+};
 
 // Copies matrices [0, count) of a contiguous batch slice between global memory and padded
 // tiles (tile m starts at tiles + m * tile_reals), with 16-byte accesses when n allows.
@@ -268,12 +302,13 @@ __global__ void __launch_bounds__(team_block_threads)
   constexpr int W = Shape::W;
   if constexpr (Shape::N > 0) n = Shape::N;
   const int teams = blockDim.x / W;
-  const int stride = n + 1;
-  const int tile_reals = n * stride;
-  // Layout: exchange buffers of every team, storage, then tiles 0, then tiles 1 (every part
-  // 16-byte aligned).
+  const TeamLayout<Shape> layout(n, storage_reals);
+  const int stride = layout.stride;
+  const int tile_reals = layout.tile_reals;
+  // Layout: exchange buffers of every team, storage, then tiles 0, then tiles 1 (exchange and
+  // storage 16-byte aligned).
   Real* exchange = reinterpret_cast<Real*>(shared_bytes);
-  Real* storage = exchange + teams * 2 * Shape::cap;
+  Real* storage = exchange + teams * layout.exchange_reals;
   Real* tiles0 = storage + teams * storage_reals;
   Real* tiles1 = tiles0 + teams * tile_reals;
   const index_t first = index_t(blockIdx.x) * teams;
@@ -290,7 +325,7 @@ __global__ void __launch_bounds__(team_block_threads)
   const int lane = threadIdx.x % W;
   if (team_index < count) {
     const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << ((threadIdx.x % 32) / W * W);
-    CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * 2 * Shape::cap,
+    CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * layout.exchange_reals,
                                storage + team_index * storage_reals);
     const index_t b = first + team_index;
     const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
@@ -304,11 +339,10 @@ __global__ void __launch_bounds__(team_block_threads)
   copy_tiles<Real, false, Shape::N>(tiles1, tile_reals, stride, out + offset, count, n);
 }
 
-inline std::size_t team_shared_bytes(int teams, int cap, int n, int storage_reals,
-                                     std::size_t real_size) {
+template <class Shape>
+std::size_t team_shared_bytes(int teams, int n, int storage_reals, std::size_t real_size) {
   return real_size * static_cast<std::size_t>(teams) *
-         (2 * static_cast<std::size_t>(cap) + static_cast<std::size_t>(storage_reals) +
-          2 * static_cast<std::size_t>(n) * (n + 1));
+         TeamLayout<Shape>(n, storage_reals).team_reals();
 }
 
 }  // namespace detail
@@ -329,11 +363,10 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
   SINKGRAD_CUDA_CHECK(
       cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   int teams = detail::team_block_threads / Shape::W;
-  while (teams > 1 && detail::team_shared_bytes(teams, Shape::cap, n, storage_reals, sizeof(Real)) >
+  while (teams > 1 && detail::team_shared_bytes<Shape>(teams, n, storage_reals, sizeof(Real)) >
                           std::size_t(limit) / 2)
     teams /= 2;
-  const std::size_t bytes =
-      detail::team_shared_bytes(teams, Shape::cap, n, storage_reals, sizeof(Real));
+  const std::size_t bytes = detail::team_shared_bytes<Shape>(teams, n, storage_reals, sizeof(Real));
   if (bytes > std::size_t(limit))
     throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
                 " bytes of shared memory per matrix, more than a CUDA block has");
@@ -351,9 +384,9 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
 template <class Launch>
 void with_team_shape(int n, Launch&& launch) {
   if (n == 4)
-    launch(TeamShape<4, 1, 4>{});
+    launch(TeamShape<1, 4, 4>{});
   else if (n < 4)
-    launch(TeamShape<4, 1>{});
+    launch(TeamShape<1, 4>{});
   else if (n == 8)
     launch(TeamShape<8, 1, 8>{});
   else if (n < 8)

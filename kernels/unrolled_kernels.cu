@@ -49,9 +49,9 @@ struct UnrolledMatrix {
   }
 };
 
-// Tape of the team form, in vectors of cap Reals: T <= 23 keeps every step (48 vectors); a
-// longer T is checkpointed into as much, or into the least a checkpointed tape needs.
-constexpr long long tape_vectors = 48;
+// Tape of the team form: 48 Reals per lane (T <= 23 keeps every step for one row per lane);
+// a longer T is checkpointed into as much, or into the least a checkpointed tape needs.
+constexpr long long tape_reals_per_lane = 48;
 
 // Shared memory per matrix of the one-thread form aimed at: 512 matrices resident per
 // multiprocessor (228 KB) keep enough threads in flight; a longer T is checkpointed into that,
@@ -91,8 +91,8 @@ void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
   with_team_shape(n, [&](auto shape) {
     using Shape = decltype(shape);
     const int stride = Shape::cap;
-    // The longest segment within tape_vectors, else the one with the smallest tape.
-    int segment = math::unrolled_segment_length(stride, T, tape_vectors * stride);
+    // The longest segment within the budget, else the one with the smallest tape.
+    int segment = math::unrolled_segment_length(stride, T, tape_reals_per_lane * Shape::W);
     if (segment == 0) {
       segment = 1;
       for (int L = 2; L <= T; ++L)
