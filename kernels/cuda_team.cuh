@@ -6,6 +6,7 @@
 // (W = 1, K = 4) that owns the whole matrix in registers: every matrix-vector product is then
 // four independent dot products in one thread, no lane waits for another, and a warp works on
 // 32 matrices at once (a 4-lane team spends most of its time in the latency of its exchanges).
+// Kernels that would hold too much per thread that way (with_team_shape<true>) keep 4 lanes.
 // A block of up to 128 threads holds 128 / W teams. The block's matrices are contiguous in
 // memory, so the block first copies them into shared memory with coalesced 16-byte loads (a
 // matrix per team, rows padded to n + 1 so that lanes reading a row or a column hit distinct
@@ -381,13 +382,24 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
 }
 
 // Calls launch(TeamShape<W, K, N>{}) with the shape team_width(n) gives; n <= max_team_n.
-template <class Launch>
+// four_lanes_small: n <= 4 on four lanes instead of one (each owning a row), for the kernels
+// whose one-lane form holds too much per thread (the unrolled replay's tape, float64
+// registers); the result is the same up to the order of its sums.
+template <bool four_lanes_small = false, class Launch>
 void with_team_shape(int n, Launch&& launch) {
-  if (n == 4)
-    launch(TeamShape<1, 4, 4>{});
-  else if (n < 4)
-    launch(TeamShape<1, 4>{});
-  else if (n == 8)
+  if (n <= 4) {
+    if constexpr (four_lanes_small) {
+      if (n == 4)
+        launch(TeamShape<4, 1, 4>{});
+      else
+        launch(TeamShape<4, 1>{});
+    } else {
+      if (n == 4)
+        launch(TeamShape<1, 4, 4>{});
+      else
+        launch(TeamShape<1, 4>{});
+    }
+  } else if (n == 8)
     launch(TeamShape<8, 1, 8>{});
   else if (n < 8)
     launch(TeamShape<8, 1>{});

@@ -68,7 +68,7 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
     throw Error("forward: logits and R must have the same shape");
   if (logits.batch == 0) return;
   if (logits.n <= math::max_team_n) {
-    with_team_shape(logits.n, [&](auto shape) {
+    with_team_shape<sizeof(Real) == 8>(logits.n, [&](auto shape) {
       using Shape = decltype(shape);
       launch_teams<Real, Shape>(
           logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
