@@ -12,6 +12,9 @@
 //   team.sum(f)              the sum over all components of f(Slot), in the canonical order
 //   team.max(f)              the largest f(Slot) over all components
 //   team.all(ok)             whether ok holds on every lane
+//   team.broadcast(i, f)     f(Slot{i, k}) of the lane owning component i, on every lane (on
+//                            the GPU every lane evaluates f at its slot k = i / W: f must be
+//                            safe to call there, its value is discarded)
 //   team.leader()            true on exactly one lane (it writes the per-matrix outputs)
 //   team.share(v)            a view x[j], j < n, of the whole vector v (valid until the next
 //                            share() call of this team)
@@ -139,6 +142,11 @@ class CpuTeam {
   }
 
   bool all(bool ok) const { return ok; }
+
+  template <class F>
+  Real broadcast(int i, F&& f) const {
+    return f(Slot{i, i});
+  }
 
   const Real* share(const Vec& v) const { return v.v; }
 

@@ -5,10 +5,11 @@
 // launch errors throw sinkgrad::Error at once, errors while the kernel runs surface at the
 // next checked synchronising call (cuda::synchronize; BackwardSolver::solve and the
 // device-aware sinkhorn_forward synchronise and check before they return). The per-matrix
-// mathematics is the host/device headers that the CPU variants run: the CG solvers and the
-// forward (n <= 64) in team form, one team of warp lanes per matrix (kernels/cuda_team.cuh);
-// unrolled and direct one GPU thread per matrix with its workspace in shared memory
-// (kernels/per_matrix_launch.cuh). Compiled only when the build has CUDA (SINKGRAD_WITH_CUDA).
+// mathematics is the host/device headers that the CPU variants run: the CG solvers, the
+// forward, unrolled and the corrected direct solve (n <= 64) in team form, one team of warp
+// lanes per matrix (kernels/cuda_team.cuh); the rest one GPU thread per matrix with its
+// workspace in shared memory (kernels/per_matrix_launch.cuh). Compiled only when the build has
+// CUDA (SINKGRAD_WITH_CUDA).
 
 #include "core/backward_problem.hpp"
 #include "solvers/cg/cg_math.hpp"
@@ -39,7 +40,9 @@ template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                   math::CgSettings<Real> settings);
 
-// Dense factorisations of solvers/direct/dense_factorisation.hpp in place of Eigen.
+// Dense factorisations of solvers/direct/dense_factorisation.hpp in place of Eigen: the
+// corrected system for n <= 64 in team form (solvers/direct/direct_team.hpp), the plain system
+// and larger n one thread per matrix (direct_math.hpp).
 template <class Real>
 void direct(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
             math::SchurSystem system);

@@ -1,6 +1,7 @@
 #pragma once
 // Small dense symmetric factorisations for one n x n matrix (n <= 64), host and device: the
-// GPU variant of `direct` uses them where the CPU variant uses Eigen (direct_solver.cpp).
+// GPU variant of `direct` uses them where the CPU variant uses Eigen (direct_solver.cpp); its
+// team form of the corrected solve (direct_team.hpp) does the same operations in the same order.
 // Matrices are row-major, n x n, in caller-owned workspace; nothing allocates.
 //
 // Same function as the Eigen path, by construction:
@@ -42,7 +43,9 @@ SINKGRAD_HD bool cholesky_factor(Real* A, int n) {
   return true;
 }
 
-// x = (L L^T)^-1 x in place.
+// x = (L L^T)^-1 x in place. Each sum subtracts its terms in the order in which the x_j become
+// final (ascending, then descending), so that the team form (direct_team.hpp), where x_j is
+// subtracted from every later component as soon as it is known, does the same operations.
 template <class Real>
 SINKGRAD_HD void cholesky_solve(const Real* L, Real* x, int n) {
   for (int i = 0; i < n; ++i) {
@@ -52,7 +55,7 @@ SINKGRAD_HD void cholesky_solve(const Real* L, Real* x, int n) {
   }
   for (int i = n - 1; i >= 0; --i) {
     Real sum = x[i];
-    for (int j = i + 1; j < n; ++j) sum -= L[j * n + i] * x[j];
+    for (int j = n - 1; j > i; --j) sum -= L[j * n + i] * x[j];
     x[i] = sum / L[i * n + i];
   }
 }

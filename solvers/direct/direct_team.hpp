@@ -1,0 +1,231 @@
+#pragma once
+// The corrected `direct` solve in team form (core/team.hpp): the function of direct_matrix's
+// corrected branch (direct_math.hpp), with the lanes of a team sharing the work.
+//
+//   S + 11^T/n   lane a forms row a in its private rows (schur_matrix's operations),
+//   Cholesky     right-looking: at step j the pivot is broadcast, column j of L is shared and
+//                every lane updates its row; lane j keeps column j (its column of L),
+//   estimate     Higham's estimator of cholesky_rcond, same steps and decisions, each solve
+//                with L and L^T in n rounds of one broadcast (the new component x_j is
+//                subtracted from every other lane's component as soon as it is final),
+//   beta         the same solve of b, then alpha and the gradient as the CG solvers do.
+//
+// Every entry gets the operations of dense_factorisation.hpp in the same order, so on the CPU
+// team the result has the bits of direct_matrix, and on the GPU (built with -fmad=false) too.
+// Lane-private rows and the replicated solution vector are only indexed by compile-time loop
+// counters (registers on the GPU for K = 1); every decision is taken from broadcast or shared
+// values, so the lanes of a team never diverge around a collective call.
+
+#include "solvers/cg/implicit_operators.hpp"
+#include "solvers/common/team_fail.hpp"
+
+namespace sinkgrad::math {
+
+// The row of S + 11^T/n of each slot into S[s] (all n entries) and ||S + 11^T/n||_1 (on every
+// lane). S_ab = c_a [a == b] - sum_i (R_i,lo / r_i) R_i,hi + 1/n with lo, hi = min, max of a, b:
+// schur_matrix forms the upper triangle and mirrors it, so both triangles carry its rounding.
+template <class Real, class Team, class Matrices, class Rows>
+SINKGRAD_HD Real team_corrected_schur_rows(const Team& team, const Matrices& mats,
+                                           const TeamMarginals<Team>& m, Rows& S) {
+  const int n = team.n();
+  team.each([&](Slot s) {
+    SINKGRAD_UNROLL
+    for (int b = 0; b < Team::cap; ++b) {
+      if (b >= n) break;
+      S[s][b] = 0;
+    }
+  });
+  SINKGRAD_UNROLL
+  for (int i = 0; i < Team::cap; ++i) {
+    if (i >= n) break;
+    typename Team::Vec row;  // row i of R, from the columns the lanes hold
+    team.each([&](Slot s) { row[s] = mats.R_col(s)[i]; });
+    const Real weight = team.broadcast(i, [&](Slot s) { return Real(1) / m.r[s]; });
+    const auto& R_i = team.share(row);
+    team.each([&](Slot s) {
+      const Real own = mats.R_col(s)[i];
+      SINKGRAD_UNROLL
+      for (int b = 0; b < Team::cap; ++b) {
+        if (b >= n) break;
+        S[s][b] += b <= s.i ? R_i[b] * weight * own : own * weight * R_i[b];
+      }
+    });
+  }
+  // Column a of the lower triangle is row a from the diagonal on, then row a before it
+  // (symmetric_norm_1's order); the largest column sum in ascending order.
+  typename Team::Vec column_sum;
+  team.each([&](Slot s) {
+    Real sum = 0;
+    SINKGRAD_UNROLL
+    for (int b = 0; b < Team::cap; ++b) {
+      if (b >= n) break;
+      S[s][b] = ((b == s.i ? m.c[s] : Real(0)) - S[s][b]) + Real(1) / Real(n);
+      if (b >= s.i) sum += abs_of(S[s][b]);
+    }
+    SINKGRAD_UNROLL
+    for (int b = 0; b < Team::cap; ++b) {
+      if (b >= n) break;
+      if (b < s.i) sum += abs_of(S[s][b]);
+    }
+    column_sum[s] = sum;
+  });
+  const auto& sums = team.share(column_sum);
+  Real norm = 0;
+  SINKGRAD_UNROLL
+  for (int j = 0; j < Team::cap; ++j) {
+    if (j >= n) break;
+    if (sums[j] > norm) norm = sums[j];
+  }
+  return norm;
+}
+
+// In place: row i of S (L[s], entries j <= i) becomes row i of L with S = L L^T, and Lt[s]
+// receives column i of L (entries k >= i). Right-looking, but every entry gets
+// cholesky_factor's operations in its order (S_ik - L_i0 L_k0 - L_i1 L_k1 - ..., then / L_kk).
+// Returns false (on every lane) when a pivot is not positive.
+template <class Real, class Team, class Rows>
+SINKGRAD_HD bool team_cholesky(const Team& team, Rows& L, Rows& Lt) {
+  const int n = team.n();
+  SINKGRAD_UNROLL
+  for (int j = 0; j < Team::cap; ++j) {
+    if (j >= n) break;
+    const Real pivot = team.broadcast(j, [&](Slot s) { return L[s][j]; });
+    if (!(pivot > Real(0))) return false;
+    const Real diagonal = sqrt_of(pivot);
+    typename Team::Vec column;
+    team.each([&](Slot s) {
+      // Selects, not branches on s.i == j (see CudaTeam::broadcast).
+      L[s][j] = s.i == j ? diagonal : s.i > j ? L[s][j] / diagonal : L[s][j];
+      column[s] = s.i >= j ? L[s][j] : Real(0);
+    });
+    const auto& L_j = team.share(column);
+    team.each([&](Slot s) {
+      SINKGRAD_UNROLL
+      for (int k = 0; k < Team::cap; ++k) {
+        if (k >= n) break;
+        if (k > j && k <= s.i) L[s][k] -= L[s][j] * L_j[k];
+        Lt[s][k] = s.i == j ? L_j[k] : Lt[s][k];
+      }
+    });
+  }
+  return true;
+}
+
+// x = (L L^T)^-1 x with cholesky_solve's operations: in round j the owner of x_j divides by
+// L_jj and broadcasts it, and every component still open subtracts its term. all[j] receives
+// the solution on every lane.
+template <class Real, class Team, class Rows>
+SINKGRAD_HD void team_cholesky_solve(const Team& team, const Rows& L, const Rows& Lt,
+                                     typename Team::Vec& x, Real (&all)[Team::cap]) {
+  const int n = team.n();
+  SINKGRAD_UNROLL
+  for (int j = 0; j < Team::cap; ++j) {
+    if (j >= n) break;
+    const Real x_j = team.broadcast(j, [&](Slot s) { return x[s] / L[s][j]; });
+    team.each([&](Slot s) {
+      if (s.i == j) x[s] = x_j;
+      if (s.i > j) x[s] -= L[s][j] * x_j;
+    });
+  }
+  SINKGRAD_UNROLL
+  for (int j = Team::cap - 1; j >= 0; --j) {
+    if (j >= n) continue;
+    const Real x_j = team.broadcast(j, [&](Slot s) { return x[s] / L[s][j]; });
+    all[j] = x_j;
+    team.each([&](Slot s) {
+      if (s.i == j) x[s] = x_j;
+      if (s.i < j) x[s] -= Lt[s][j] * x_j;
+    });
+  }
+}
+
+template <class Real, int cap>
+SINKGRAD_HD Real norm_1_of(const Real (&x)[cap], int n) {
+  Real sum = 0;
+  SINKGRAD_UNROLL
+  for (int j = 0; j < cap; ++j) {
+    if (j >= n) break;
+    sum += abs_of(x[j]);
+  }
+  return sum;
+}
+
+// cholesky_rcond in team form: the same estimator, step for step, on the factor of
+// team_cholesky. The solutions are replicated on every lane, so the norms, the sign tests and
+// the index of the largest entry are computed by every lane alike, in cholesky_rcond's order.
+template <class Real, class Team, class Rows>
+SINKGRAD_HD Real team_cholesky_rcond(const Team& team, const Rows& L, const Rows& Lt,
+                                     Real matrix_norm) {
+  const int n = team.n();
+  if (matrix_norm == Real(0)) return Real(0);
+  if (n == 1) return Real(1);
+  typename Team::Vec v, sign, old_sign{};
+  Real all[Team::cap];
+  team.each([&](Slot s) { v[s] = Real(1) / Real(n); });
+  team_cholesky_solve<Real>(team, L, Lt, v, all);
+  Real lower_bound = norm_1_of(all, n);
+  Real old_lower_bound = lower_bound;
+  int old_index = -1;
+  for (int k = 0; k < 4; ++k) {
+    bool same_sign = true;
+    team.each([&](Slot s) {
+      sign[s] = v[s] < Real(0) ? Real(-1) : Real(1);
+      if (k == 0 || sign[s] != old_sign[s]) same_sign = false;
+    });
+    if (team.all(same_sign) && k > 0) break;
+    team.each([&](Slot s) { v[s] = sign[s]; });
+    team_cholesky_solve<Real>(team, L, Lt, v, all);
+    int index = 0;  // first index of the largest |v_i|
+    Real largest = abs_of(all[0]);
+    SINKGRAD_UNROLL
+    for (int i = 1; i < Team::cap; ++i) {
+      if (i >= n) break;
+      if (abs_of(all[i]) > largest) {
+        largest = abs_of(all[i]);
+        index = i;
+      }
+    }
+    if (index == old_index) break;
+    team.each([&](Slot s) { v[s] = s.i == index ? Real(1) : Real(0); });
+    team_cholesky_solve<Real>(team, L, Lt, v, all);
+    lower_bound = norm_1_of(all, n);
+    if (lower_bound <= old_lower_bound) break;
+    team.each([&](Slot s) { old_sign[s] = sign[s]; });
+    old_index = index;
+    old_lower_bound = lower_bound;
+  }
+  team.each([&](Slot s) {
+    v[s] = (s.i % 2 == 0 ? Real(1) : Real(-1)) * (Real(1) + Real(s.i) / Real(n - 1));
+  });
+  team_cholesky_solve<Real>(team, L, Lt, v, all);
+  const Real alternate_lower_bound = (Real(2) * norm_1_of(all, n)) / (Real(3) * Real(n));
+  const Real inverse_norm = max_of(lower_bound, alternate_lower_bound);
+  return inverse_norm == Real(0) ? Real(0) : (Real(1) / inverse_norm) / matrix_norm;
+}
+
+// The corrected `direct` solve of one matrix: direct_matrix(..., SchurSystem::corrected, ...).
+// Uses rows<0>() (S, then L) and rows<1>() (the columns of L).
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD MatrixOutcome direct_corrected_team(const Team& team, const Matrices& mats) {
+  const int n = team.n();
+  TeamMarginals<Team> m;
+  if (!team_marginals<Real>(team, mats, m))
+    return team_fail<Real>(team, mats, SolveStatus::invalid_input);
+  typename Team::Vec beta;
+  team_schur_rhs<Real>(team, mats, true, m, beta);
+  auto L = team.template rows<0>();
+  auto Lt = team.template rows<1>();
+  const Real norm = team_corrected_schur_rows<Real>(team, mats, m, L);
+  if (!team_cholesky<Real>(team, L, Lt)) return team_fail<Real>(team, mats, SolveStatus::breakdown);
+  if (!(team_cholesky_rcond<Real>(team, L, Lt, norm) >= Real(10 * n) * Epsilon<Real>::value))
+    return team_fail<Real>(team, mats, SolveStatus::breakdown);
+  Real all_beta[Team::cap];
+  team_cholesky_solve<Real>(team, L, Lt, beta, all_beta);
+  typename Team::Vec alpha;
+  team_schur_alpha<Real>(team, mats, true, m, beta, alpha);
+  if (!team_assemble_gradient<Real>(team, mats, alpha, beta))
+    return team_fail<Real>(team, mats, SolveStatus::breakdown);
+  return {SolveStatus::ok, 0};
+}
+
+}  // namespace sinkgrad::math

@@ -1,0 +1,120 @@
+// The team form of the corrected `direct` solve (solvers/direct/direct_team.hpp), which the
+// CUDA `direct` runs for n <= 64, on the CPU team: against the Eigen path of the CPU `direct`
+// solver (statuses and gradients to rounding) and against the one-matrix-per-thread
+// direct_matrix (the same bits: both do the same operations in the same order). Runs
+// everywhere (no GPU needed).
+
+#include <cstring>
+
+#include "core/team.hpp"
+#include "solvers/direct/direct_math.hpp"
+#include "solvers/direct/direct_team.hpp"
+#include "tests/cuda/parity_support.hpp"
+
+namespace sinkgrad::testing {
+namespace {
+
+// Solves every matrix of `in` with the team form on a CpuTeam of capacity Cap.
+template <class Real, int Cap>
+Outputs<Real> solve_with_cpu_team(const Inputs<Real>& in) {
+  const index_t batch = in.R.batch();
+  const int n = in.R.n();
+  Outputs<Real> out;
+  out.grad = HostBatch<Real>(batch, n, Real(-7));  // poisoned: every entry must be written
+  out.status.assign(static_cast<std::size_t>(batch), static_cast<SolveStatus>(-1));
+  out.iterations.assign(out.status.size(), -1);
+  std::vector<Real> rows(3 * static_cast<std::size_t>(n) * n);
+  for (index_t b = 0; b < batch; ++b) {
+    const math::CpuTeam<Real, Cap> team(n, rows.data());
+    const math::CpuMatrices<Real> mats{in.R.view().matrix(b), in.G.view().matrix(b),
+                                       out.grad.view().matrix(b), n};
+    const MatrixOutcome outcome = math::direct_corrected_team<Real>(team, mats);
+    out.status[b] = outcome.status;
+    out.iterations[b] = outcome.iterations;
+  }
+  return out;
+}
+
+template <class Real>
+Outputs<Real> solve_with_direct_matrix(const Inputs<Real>& in) {
+  const index_t batch = in.R.batch();
+  const int n = in.R.n();
+  Outputs<Real> out;
+  out.grad = HostBatch<Real>(batch, n, Real(-7));
+  out.status.resize(static_cast<std::size_t>(batch));
+  out.iterations.resize(out.status.size());
+  std::vector<Real> work(
+      static_cast<std::size_t>(math::direct_workspace(n, math::SchurSystem::corrected)));
+  for (index_t b = 0; b < batch; ++b) {
+    const MatrixOutcome outcome =
+        math::direct_matrix(in.R.view().matrix(b), in.G.view().matrix(b), out.grad.view().matrix(b),
+                            n, math::SchurSystem::corrected, work.data());
+    out.status[b] = outcome.status;
+    out.iterations[b] = outcome.iterations;
+  }
+  return out;
+}
+
+template <class Real, int Cap = math::max_team_n>
+void check_team(int n, int T) {
+  SCOPED_TRACE(std::string(sizeof(Real) == 8 ? "float64" : "float32") + ", n = " +
+               std::to_string(n) + ", T = " + std::to_string(T) + ", cap = " + std::to_string(Cap));
+  const SolverCase direct{"direct", {{"system", "corrected"}}};
+  const auto solver = SolverRegistry::global().create(direct.name, direct.options);
+  auto rng = make_rng(static_cast<std::uint64_t>(n * 131 + T * 7 + Cap));
+  const index_t batch = std::clamp<index_t>(16384 / (index_t(n) * n), 24, 512);
+  const Inputs<Real> in = make_inputs<Real>(rng, batch, n, T, /*bad_matrices=*/true);
+
+  const Outputs<Real> eigen = solve_on(*solver, in, Device::cpu);
+  const Outputs<Real> team = solve_with_cpu_team<Real, Cap>(in);
+  expect_parity(direct, in, eigen, team);
+
+  // The bad matrices of make_inputs are refused for the same reasons, and most others solved
+  // (so that the comparison above is not vacuous).
+  index_t ok = 0;
+  for (index_t b = 0; b < batch; ++b) ok += team.status[b] == SolveStatus::ok;
+  EXPECT_GE(ok, batch / 2);
+  for (index_t b : {0, 1, 4, 5}) EXPECT_EQ(team.status[b], SolveStatus::invalid_input) << b;
+
+  // Same operations as direct_matrix, in the same order: the same bits.
+  const Outputs<Real> single = solve_with_direct_matrix(in);
+  const int nn = n * n;
+  int mismatches = 0;
+  for (index_t b = 0; b < batch && mismatches < 5; ++b) {
+    if (team.status[b] != single.status[b]) {
+      ADD_FAILURE() << "matrix " << b << ": team status " << int(team.status[b])
+                    << ", direct_matrix status " << int(single.status[b]);
+      ++mismatches;
+      continue;
+    }
+    if (std::memcmp(team.grad.data() + b * nn, single.grad.data() + b * nn,
+                    sizeof(Real) * static_cast<std::size_t>(nn)) != 0) {
+      ADD_FAILURE() << "matrix " << b << ": team gradient differs from direct_matrix's";
+      ++mismatches;
+    }
+  }
+}
+
+TEST(DirectTeam, CorrectedMatchesEigenAndDirectMatrix) {
+  for (int n : {1, 2, 3, 5, 8, 16, 33, 64})
+    for (int T : {1, 3, 50}) {
+      check_team<double>(n, T);
+      check_team<float>(n, T);
+    }
+}
+
+// A capacity equal to n, as the GPU's fixed shapes have (TeamShape<8, 1, 8>, ...): the loops
+// over cap end exactly at n.
+TEST(DirectTeam, CapacityEqualToN) {
+  for (int T : {1, 50}) {
+    check_team<double, 4>(4, T);
+    check_team<float, 4>(4, T);
+    check_team<double, 8>(8, T);
+    check_team<float, 8>(8, T);
+    check_team<double, 32>(32, T);
+    check_team<float, 32>(32, T);
+  }
+}
+
+}  // namespace
+}  // namespace sinkgrad::testing
