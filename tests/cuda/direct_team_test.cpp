@@ -1,10 +1,9 @@
 // The team form of the corrected `direct` solve (solvers/direct/direct_team.hpp), which the
 // CUDA `direct` runs for n <= 64, on the CPU team: against the Eigen path of the CPU `direct`
-// solver (statuses, except a refusal that rounding decides at the condition threshold, and
-// gradients to rounding) and against the one-matrix-per-thread direct_matrix (the same bits:
-// both do the same operations in the same order). Runs everywhere (no GPU needed).
-
-#include <Eigen/Cholesky>
+// solver (statuses, except a refusal that rounding decides at the condition threshold: see
+// rcond_near_threshold in parity_support.hpp, and gradients to rounding) and against the
+// one-matrix-per-thread direct_matrix (the same bits: both do the same operations in the same
+// order). Runs everywhere (no GPU needed).
 
 #include <algorithm>
 #include <cstring>
@@ -58,30 +57,6 @@ Outputs<Real> solve_with_direct_matrix(const Inputs<Real>& in) {
   return out;
 }
 
-// Whether the refusal rule (rcond >= 10 n eps) decides by rounding for this matrix: Eigen's
-// and the shared factorisation's condition estimates of S + 11^T/n both within a factor 100 of
-// the threshold. Near it, S has a condition number of about 1 / (10 n eps), where Higham's
-// estimator itself moves with the rounding of the factor (Eigen's is blocked for n >= 32).
-template <class Real>
-bool rcond_near_threshold(const Real* R, const Real* G, int n) {
-  const auto nn = static_cast<std::size_t>(n) * n;
-  std::vector<Real> work(4 * static_cast<std::size_t>(n)), S(nn), scratch(3 * nn);
-  const auto m = math::marginals_in(work.data(), n);
-  if (!math::compute_marginals(R, G, n, m)) return false;
-  math::schur_matrix(math::SchurSystem::corrected, R, m, n, S.data());
-  for (Real& x : S) x += Real(1) / Real(n);
-  using Matrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const Eigen::LLT<Matrix> llt(Eigen::Map<const Matrix>(S.data(), n, n));
-  const Real norm = math::symmetric_norm_1(S.data(), n);
-  if (llt.info() != Eigen::Success || !math::cholesky_factor(S.data(), n)) return false;
-  const double threshold = 10.0 * n * double(math::Epsilon<Real>::value);
-  const auto near = [&](double rcond) {
-    return rcond > threshold / 100 && rcond < threshold * 100;
-  };
-  return near(double(llt.rcond())) &&
-         near(double(math::cholesky_rcond(S.data(), norm, n, scratch.data())));
-}
-
 template <class Real, int Cap = math::max_team_n>
 void check_team(int n, int T) {
   SCOPED_TRACE(std::string(sizeof(Real) == 8 ? "float64" : "float32") + ", n = " +
@@ -94,19 +69,8 @@ void check_team(int n, int T) {
 
   const Outputs<Real> eigen = solve_on(*solver, in, Device::cpu);
   const Outputs<Real> team = solve_with_cpu_team<Real, Cap>(in);
-  // A refusal decided by rounding at the threshold is not compared (at most 2% of the batch).
-  Outputs<Real> compared = team;
+  expect_parity(direct, in, eigen, team);  // a refusal rounding decides is not compared
   const int nn = n * n;
-  index_t borderline = 0;
-  for (index_t b = 0; b < batch; ++b)
-    if (team.status[b] != eigen.status[b] &&
-        rcond_near_threshold(in.R.data() + b * nn, in.G.data() + b * nn, n)) {
-      ++borderline;
-      compared.status[b] = eigen.status[b];
-      std::copy_n(eigen.grad.data() + b * nn, nn, compared.grad.data() + b * nn);
-    }
-  EXPECT_LE(borderline, std::max<index_t>(1, batch / 50));
-  expect_parity(direct, in, eigen, compared);
 
   // The bad matrices of make_inputs are refused for the same reasons, and most others solved
   // (so that the comparison above is not vacuous).

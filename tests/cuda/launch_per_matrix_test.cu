@@ -7,7 +7,7 @@
 
 #include "kernels/device_memory.hpp"
 #include "kernels/per_matrix_launch.cuh"
-#include "tests/cuda/parity_support.hpp"
+#include "tests/cuda/gpu_required.hpp"
 
 namespace sinkgrad::testing {
 namespace {

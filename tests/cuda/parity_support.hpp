@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/Cholesky>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,26 +21,13 @@
 #include "core/solver_registry.hpp"
 #include "solvers/direct/dense_factorisation.hpp"
 #include "solvers/direct/schur_matrix.hpp"
+#include "tests/cuda/gpu_required.hpp"
 #include "tests/support/random_inputs.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "kernels/device_memory.hpp"
 #endif
 
 namespace sinkgrad::testing {
-
-inline bool cuda_available() {
-#if defined(SINKGRAD_WITH_CUDA)
-  return cuda::device_count() > 0;
-#else
-  return false;
-#endif
-}
-
-#define SINKGRAD_REQUIRE_GPU()                                                          \
-  do {                                                                                  \
-    if (!::sinkgrad::testing::cuda_available())                                         \
-      GTEST_SKIP() << "no CUDA device on this machine: CUDA-vs-CPU parity not checked"; \
-  } while (0)
 
 // SINKGRAD_CUDA_TEST_QUICK=1 (used under compute-sanitizer): fewer sizes, smaller batches.
 inline bool quick_mode() {
@@ -202,6 +191,30 @@ PseudoInverseCondition plain_pseudo_inverse_condition(const Real* R, const Real*
   return condition;
 }
 
+// Whether the refusal rule (rcond >= 10 n eps) decides by rounding for this matrix: Eigen's
+// and the shared factorisation's condition estimates of S + 11^T/n both within a factor 100 of
+// the threshold. Near it, S has a condition number of about 1 / (10 n eps), where Higham's
+// estimator itself moves with the rounding of the factor (Eigen's is blocked for n >= 32).
+template <class Real>
+bool rcond_near_threshold(const Real* R, const Real* G, int n) {
+  const auto nn = static_cast<std::size_t>(n) * n;
+  std::vector<Real> work(4 * static_cast<std::size_t>(n)), S(nn), scratch(3 * nn);
+  const auto m = math::marginals_in(work.data(), n);
+  if (!math::compute_marginals(R, G, n, m)) return false;
+  math::schur_matrix(math::SchurSystem::corrected, R, m, n, S.data());
+  for (Real& x : S) x += Real(1) / Real(n);
+  using Matrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::LLT<Matrix> llt(Eigen::Map<const Matrix>(S.data(), n, n));
+  const Real norm = math::symmetric_norm_1(S.data(), n);
+  if (llt.info() != Eigen::Success || !math::cholesky_factor(S.data(), n)) return false;
+  const double threshold = 10.0 * n * double(math::Epsilon<Real>::value);
+  const auto near = [&](double rcond) {
+    return rcond > threshold / 100 && rcond < threshold * 100;
+  };
+  return near(double(llt.rcond())) &&
+         near(double(math::cholesky_rcond(S.data(), norm, n, scratch.data())));
+}
+
 struct ParityReport {
   double worst_error = 0;
   index_t borderline = 0;  // iteration counts differing where the stop test was a near tie
@@ -231,6 +244,7 @@ ParityReport expect_parity(const SolverCase& solver, const Inputs<Real>& in,
   const int nn = n * n;
   const double tolerance = sizeof(Real) == 8 ? 1e-12 : 1e-5;  // the solvers' auto tolerance
   const bool pseudo_inverse = solver.name == "direct" && solver.options.at("system") == "plain";
+  const bool cholesky = solver.name == "direct" && !pseudo_inverse;
   const double eps = double(std::numeric_limits<Real>::epsilon());
   ParityReport report;
   int failures = 0;
@@ -247,6 +261,10 @@ ParityReport expect_parity(const SolverCase& solver, const Inputs<Real>& in,
       ++report.borderline;
     } else if (cs != gs && condition.near_cutoff) {
       ++report.borderline;  // a rank decision at the cutoff: nothing more to compare
+      continue;
+    } else if (cs != gs && cholesky &&
+               rcond_near_threshold(in.R.data() + b * nn, in.G.data() + b * nn, n)) {
+      ++report.borderline;  // a refusal that rounding decides at the condition threshold
       continue;
     } else if (cs != gs || cpu.iterations[b] != gpu.iterations[b]) {
       ADD_FAILURE() << "matrix " << b << ": cpu status " << int(cs) << " after "
@@ -283,6 +301,16 @@ ParityReport expect_parity(const SolverCase& solver, const Inputs<Real>& in,
       ++report.borderline;  // one kept an eigenvalue at the cutoff that the other dropped
       continue;
     }
+    // An ill-conditioned S (a near-permutation R: a cluster of tiny eigenvalues) with a solution
+    // far larger than the gradient: the gradient comes out of cancellation in G - α - β of
+    // components whose eigenvectors the two eigensolvers resolve differently within the
+    // cluster, beyond what the first-order bound above accounts for. Not compared.
+    const bool undetermined = pseudo_inverse && 64.0 * n * eps * condition.kappa > 1e-6 &&
+                              condition.beta_max / scale > 1e3;
+    if (!(error <= allowed) && undetermined) {
+      ++report.borderline;
+      continue;
+    }
     if (!(error <= allowed)) {
       ADD_FAILURE() << "matrix " << b << ": gradients differ by " << error << " (relative), bound "
                     << allowed
@@ -294,7 +322,7 @@ ParityReport expect_parity(const SolverCase& solver, const Inputs<Real>& in,
     if (!tie) report.worst_error = std::max(report.worst_error, error);
   }
   EXPECT_LE(report.borderline, std::max<index_t>(1, batch / 50))
-      << "too many near ties (CG stop tests or rank decisions) between cpu and cuda";
+      << "too many near ties (CG stop tests, rank or condition decisions) between cpu and cuda";
   // Histories: same length of recorded residuals, same first entry (||b||) to rounding.
   if (cpu.history_stride > 0)
     for (index_t b = 0; b < batch; ++b)
