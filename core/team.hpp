@@ -180,18 +180,11 @@ struct CpuMatrices {
   StridedView<Real> grad_row(Slot s) const { return {grad + s.i * n, 1}; }
 };
 
-// The CPU's view of one problem of the solvers that read the logits: M, G and the gradient.
+// The CPU's view of one problem of the solvers that read the logits: M in place of R.
 template <class Real>
-struct CpuLogitMatrices {
-  const Real* M;
-  const Real* G;
-  Real* grad;
-  int n;
-  StridedView<const Real> M_row(Slot s) const { return {M + s.i * n, 1}; }
-  StridedView<const Real> M_col(Slot s) const { return {M + s.i, n}; }
-  StridedView<const Real> G_row(Slot s) const { return {G + s.i * n, 1}; }
-  StridedView<const Real> G_col(Slot s) const { return {G + s.i, n}; }
-  StridedView<Real> grad_row(Slot s) const { return {grad + s.i * n, 1}; }
+struct CpuLogitMatrices : CpuMatrices<Real> {
+  StridedView<const Real> M_row(Slot s) const { return this->R_row(s); }
+  StridedView<const Real> M_col(Slot s) const { return this->R_col(s); }
 };
 
 }  // namespace sinkgrad::math

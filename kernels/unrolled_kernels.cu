@@ -15,15 +15,13 @@
 namespace sinkgrad::cuda {
 namespace {
 
-// The logits in the first tile; G, overwritten by the gradient, in the second.
-template <class Real>
-struct UnrolledTileMatrices {
-  Tile<Real> M, G;
-  __device__ math::StridedView<Real> M_row(math::Slot s) const { return M.row(s.i); }
-  __device__ math::StridedView<Real> M_col(math::Slot s) const { return M.col(s.i); }
-  __device__ math::StridedView<Real> G_row(math::Slot s) const { return G.row(s.i); }
-  __device__ math::StridedView<Real> G_col(math::Slot s) const { return G.col(s.i); }
-  __device__ math::StridedView<Real> grad_row(math::Slot s) const { return G.row(s.i); }
+// The logits in the first tile (TileMatrices' R accessors, from shared memory: they are read
+// once, for P); G, overwritten by the gradient, in the second.
+template <class Real, class Shape>
+struct UnrolledTileMatrices : TileMatrices<Real, Shape, false> {
+  using TileMatrices<Real, Shape, false>::TileMatrices;
+  __device__ math::StridedView<Real> M_row(math::Slot s) const { return this->R_row(s); }
+  __device__ math::StridedView<Real> M_col(math::Slot s) const { return this->R_col(s); }
 };
 
 template <class Real, class Shape>
@@ -32,7 +30,8 @@ struct UnrolledTeam {
   int segment;
   __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
                                       index_t) const {
-    return math::unrolled_team<Real>(team, UnrolledTileMatrices<Real>{M, G}, T, segment);
+    const UnrolledTileMatrices<Real, Shape> mats(M, G, team.lane(), team.n());
+    return math::unrolled_team<Real>(team, mats, T, segment);
   }
 };
 

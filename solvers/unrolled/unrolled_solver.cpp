@@ -29,9 +29,9 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
       solve_each_matrix_with_team(
           result, problem.grad_output.batch, n,
           [&](const auto& team, index_t b, Real*) {
-            const math::CpuLogitMatrices<Real> mats{problem.logits.matrix(b),
-                                                    problem.grad_output.matrix(b),
-                                                    result.grad_logits.matrix(b), n};
+            const math::CpuLogitMatrices<Real> mats{{problem.logits.matrix(b),
+                                                     problem.grad_output.matrix(b),
+                                                     result.grad_logits.matrix(b), n}};
             return math::unrolled_team<Real>(team, mats, T, T);
           },
           3 * static_cast<std::size_t>(n) * n, workspace);

@@ -180,7 +180,7 @@ void expect_checkpointed_tape_is_exact() {
         const math::CpuTeam<Real> full_team(n, rows.data(), tape.data());
         ASSERT_EQ(
             math::unrolled_team<Real>(
-                full_team, math::CpuLogitMatrices<Real>{M.data(), G.data(), full.data(), n}, T, T)
+                full_team, math::CpuLogitMatrices<Real>{{M.data(), G.data(), full.data(), n}}, T, T)
                 .status,
             SolveStatus::ok);
         for (int L : {1, 2, 3, T - 1}) {
@@ -189,7 +189,8 @@ void expect_checkpointed_tape_is_exact() {
           std::vector<Real> short_tape(static_cast<std::size_t>(math::unrolled_workspace(n, T, L)));
           const math::CpuTeam<Real> team(n, rows.data(), short_tape.data());
           const auto outcome = math::unrolled_team<Real>(
-              team, math::CpuLogitMatrices<Real>{M.data(), G.data(), checkpointed.data(), n}, T, L);
+              team, math::CpuLogitMatrices<Real>{{M.data(), G.data(), checkpointed.data(), n}}, T,
+              L);
           ASSERT_EQ(outcome.status, SolveStatus::ok);
           EXPECT_EQ(outcome.iterations, T);
           for (std::size_t k = 0; k < nn; ++k) EXPECT_EQ(checkpointed[k], full[k]) << "entry " << k;
