@@ -43,9 +43,30 @@ SINKGRAD_HD Real negative_logsumexp(const X& x, const Y& y, int n) {
   return -(top + log_of(sum));
 }
 
+// Column i of P (Pt[s][j] = P[j][i]) for the component s. A team that owns the whole matrix
+// (the CPU's, a one-thread GPU team) reads it out of P's rows, in registers on the GPU, and
+// leaves Pt unused; the others keep their columns in Pt (linear_domain_rows fills it).
+template <class Team, class Rows>
+struct ColumnsOf {
+  const Rows& P;
+  const Rows& Pt;
+  struct Column {
+    const Rows& P;
+    int k;
+    SINKGRAD_HD auto operator[](int j) const { return P[Slot{j, j}][k]; }
+  };
+  SINKGRAD_HD decltype(auto) operator[](Slot s) const {
+    if constexpr (Team::whole_matrix)
+      return Column{P, s.k};
+    else
+      return Pt[s];
+  }
+};
+
 // The linear-domain set-up shared by the forward and the unrolled replay: whether every entry of
 // M is finite (finite) and every column spread little enough (returned), and then P's rows
-// (P[slot]) and columns (Pt[slot]: column i of P) with the column maxima subtracted.
+// (P[slot]) and, for teams that do not own the whole matrix, its columns (Pt[slot]: column i
+// of P), with the column maxima subtracted.
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool& finite, Rows& P,
                                     Rows& Pt) {
@@ -79,21 +100,24 @@ SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
       P[s][j] = exp_of(row[j] - all_top[j]);
-      Pt[s][j] = exp_of(col[j] - top[s]);
+      if constexpr (!Team::whole_matrix) Pt[s][j] = exp_of(col[j] - top[s]);
     }
   });
   return true;
 }
 
-// One linear-domain step: b = 1 / (P^T a), then a = 1 / (P b).
-template <class Real, class Team, class Rows>
-SINKGRAD_HD void linear_domain_step(const Team& team, const Rows& P, const Rows& Pt,
+// One linear-domain step: b = 1 / (P^T a), then a = 1 / (P b). The sums stay far inside the
+// floating-point range (P's entries are in [floor, 1], each column holds a 1, and the scaling
+// vectors vary by at most the ratio 1 / floor), so the reciprocals skip the IEEE division's
+// out-of-range path (reciprocal_in_range).
+template <class Real, class Team, class Rows, class Columns>
+SINKGRAD_HD void linear_domain_step(const Team& team, const Rows& P, const Columns& Pt,
                                     typename Team::Vec& a, typename Team::Vec& b) {
   const int n = team.n();
   const auto& all_a = team.share(a);
-  team.each([&](Slot s) { b[s] = Real(1) / dot_n<Team::cap>(Pt[s], all_a, n); });
+  team.each([&](Slot s) { b[s] = reciprocal_in_range(dot_n<Team::cap>(Pt[s], all_a, n)); });
   const auto& all_b = team.share(b);
-  team.each([&](Slot s) { a[s] = Real(1) / dot_n<Team::cap>(P[s], all_b, n); });
+  team.each([&](Slot s) { a[s] = reciprocal_in_range(dot_n<Team::cap>(P[s], all_b, n)); });
 }
 
 template <class Real>
@@ -103,7 +127,9 @@ struct ForwardOutcome {
 };
 
 // R (mats.R_row, written; mats.R_col, read back after team.sync()) of the T-step forward.
-// mats: M_row(s), M_col(s) (the logits' row and column i), R_row(s), R_col(s).
+// mats: M_row(s), M_col(s) (the logits' row and column i), R_row(s), R_col(s). R may overwrite M
+// in place: every lane has read the last of M that it needs, but its own row, before any lane
+// writes R.
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const Matrices& mats,
                                                        int T) {
@@ -114,7 +140,8 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
   if (linear_domain_rows<Real>(team, mats, finite, P, Pt)) {
     typename Team::Vec a, b;
     team.each([&](Slot s) { a[s] = 1; });
-    for (int t = 0; t < T; ++t) linear_domain_step<Real>(team, P, Pt, a, b);
+    const ColumnsOf<Team, decltype(P)> columns{P, Pt};
+    for (int t = 0; t < T; ++t) linear_domain_step<Real>(team, P, columns, a, b);
     const auto& all_b = team.share(b);
     team.each([&](Slot s) {
       const auto& R = mats.R_row(s);

@@ -6,15 +6,17 @@
 // (W = 1, K = 4) that owns the whole matrix in registers: every matrix-vector product is then
 // four independent dot products in one thread, no lane waits for another, and a warp works on
 // 32 matrices at once (a 4-lane team spends most of its time in the latency of its exchanges).
-// Kernels that would hold too much per thread that way (with_team_shape<true>) keep 4 lanes.
+// Kernels that would hold too much per thread that way keep 4 lanes, and the float32 forward
+// runs n <= 8 in one thread too (with_team_shape).
 // A block of up to 128 threads holds 128 / W teams. The block's matrices are contiguous in
 // memory, so the block first copies them into shared memory with coalesced 16-byte loads (a
 // matrix per team, rows padded to n + 1 so that lanes reading a row or a column hit distinct
 // banks; for W = 1, tiles of an odd number of words, so that the threads reading the same entry
 // of their own matrices do), each lane then takes its rows and columns of the first input into
 // registers (K = 1 or W = 1; for K = 2 they stay in shared memory), the team runs the
-// algorithm, writes its output rows into the second tile, and the block copies the tiles back
-// with coalesced stores. Global memory is touched once per input and output.
+// algorithm, writes its output rows into the second tile (over its input in the first, when the
+// kernel has one input), and the block copies the tiles back with coalesced stores. Global memory
+// is touched once per input and output.
 //
 // Teams exchange vectors through a small per-team buffer in shared memory (share()) and reduce
 // with xor shuffles inside their W lanes (sum()), in the canonical order of team.hpp.
@@ -48,6 +50,7 @@ class CudaTeam {
   static constexpr int W = Shape::W;
   static constexpr int K = Shape::K;
   static constexpr int cap = Shape::cap;
+  static constexpr bool whole_matrix = W == 1;
 
   struct Vec {
     Real v[K];
@@ -240,21 +243,25 @@ namespace detail {
 
 inline constexpr int team_block_threads = 128;
 
-// Shared memory of one team, in Reals: its exchange buffers (none for W = 1), storage and the
-// two tiles (see the top of this file for the padding).
+// Shared memory of one team, in Reals: its exchange buffers (none for W = 1), storage and its
+// tiles, two, or one when there is a single input that the output overwrites in place (see the
+// top of this file for the padding).
 template <class Shape>
 struct TeamLayout {
   int stride;
   int tile_reals;
+  int tiles;
   int exchange_reals;
   int storage_reals;
-  __host__ __device__ TeamLayout(int n, int storage)
+  __host__ __device__ TeamLayout(int n, int storage, bool two_inputs)
       : stride(Shape::W == 1 ? n : n + 1),
         tile_reals(Shape::W == 1 ? (n * n) | 1 : n * (n + 1)),
+        tiles(two_inputs ? 2 : 1),
         exchange_reals(Shape::W == 1 ? 0 : 2 * Shape::cap),
         storage_reals(storage) {}
   __host__ __device__ std::size_t team_reals() const {
-    return std::size_t(exchange_reals) + std::size_t(storage_reals) + 2 * std::size_t(tile_reals);
+    return std::size_t(exchange_reals) + std::size_t(storage_reals) +
+           std::size_t(tiles) * std::size_t(tile_reals);
   }
 };
 
@@ -301,9 +308,10 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* global
   }
 }
 
-// One team per matrix. in0 -> tile 0; in1 (may be null) -> tile 1; tile 1 -> out. body(team,
-// tile0, tile1, b) -> MatrixOutcome; the leader stores it when status is not null. Each team
-// gets storage_reals (a multiple of 4) of scratch, team.storage().
+// One team per matrix. in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0
+// (the body writes its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome;
+// the leader stores it when status is not null. Each team gets storage_reals (a multiple of 4)
+// of scratch, team.storage().
 template <class Real, class Shape, class Body>
 __global__ void __launch_bounds__(team_block_threads)
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
@@ -312,7 +320,7 @@ __global__ void __launch_bounds__(team_block_threads)
   constexpr int W = Shape::W;
   if constexpr (Shape::N > 0) n = Shape::N;
   const int teams = blockDim.x / W;
-  const TeamLayout<Shape> layout(n, storage_reals);
+  const TeamLayout<Shape> layout(n, storage_reals, in1 != nullptr);
   const int stride = layout.stride;
   const int tile_reals = layout.tile_reals;
   // Layout: exchange buffers of every team, storage, then tiles 0, then tiles 1 (exchange and
@@ -320,7 +328,7 @@ __global__ void __launch_bounds__(team_block_threads)
   Real* exchange = reinterpret_cast<Real*>(shared_bytes);
   Real* storage = exchange + teams * layout.exchange_reals;
   Real* tiles0 = storage + teams * storage_reals;
-  Real* tiles1 = tiles0 + teams * tile_reals;
+  Real* tiles1 = in1 != nullptr ? tiles0 + teams * tile_reals : tiles0;
   const index_t first = index_t(blockIdx.x) * teams;
   const int count = static_cast<int>(batch - first < teams ? batch - first : teams);
   const index_t offset = first * n * n;
@@ -350,9 +358,10 @@ __global__ void __launch_bounds__(team_block_threads)
 }
 
 template <class Shape>
-std::size_t team_shared_bytes(int teams, int n, int storage_reals, std::size_t real_size) {
+std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inputs,
+                              std::size_t real_size) {
   return real_size * static_cast<std::size_t>(teams) *
-         TeamLayout<Shape>(n, storage_reals).team_reals();
+         TeamLayout<Shape>(n, storage_reals, two_inputs).team_reals();
 }
 
 }  // namespace detail
@@ -373,10 +382,12 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
   SINKGRAD_CUDA_CHECK(
       cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   int teams = detail::team_block_threads / Shape::W;
-  while (teams > 1 && detail::team_shared_bytes<Shape>(teams, n, storage_reals, sizeof(Real)) >
-                          std::size_t(limit) / 2)
+  const bool two_inputs = in1 != nullptr;
+  while (teams > 1 && detail::team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs,
+                                                       sizeof(Real)) > std::size_t(limit) / 2)
     teams /= 2;
-  const std::size_t bytes = detail::team_shared_bytes<Shape>(teams, n, storage_reals, sizeof(Real));
+  const std::size_t bytes =
+      detail::team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs, sizeof(Real));
   if (bytes > std::size_t(limit))
     throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
                 " bytes of shared memory per matrix, more than a CUDA block has");
@@ -390,14 +401,30 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
   SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
 }
 
-// Calls launch(TeamShape<W, K, N>{}) with the shape team_width(n) gives; n <= max_team_n.
-// four_lanes_small: n <= 4 on four lanes instead of one (each owning a row), for the kernels
-// whose one-lane form holds too much per thread (the unrolled replay's tape, float64
-// registers); the result is the same up to the order of its sums.
-template <bool four_lanes_small = false, class Launch>
+// How a kernel lays out the smallest matrices. one_thread: n <= 4 in one thread (the shape
+// team_width gives). four_lanes: n <= 4 on four lanes, each owning a row, for the kernels whose
+// one-thread form holds too much per thread (the unrolled replay's tape, float64 registers);
+// the result is the same up to the order of its sums. one_thread_to_8: n <= 8 in one thread
+// too, for kernels that keep little more than the matrix itself in registers (the float32
+// forward: 64 entries of P), where a team of 8 lanes spends most of its issue slots on its
+// exchanges.
+enum class SmallMatrices { one_thread, four_lanes, one_thread_to_8 };
+
+// Calls launch(TeamShape<W, K, N>{}) with the shape team_width(n) gives, or the one `small`
+// asks for; n <= max_team_n.
+template <SmallMatrices small = SmallMatrices::one_thread, class Launch>
 void with_team_shape(int n, Launch&& launch) {
+  if constexpr (small == SmallMatrices::one_thread_to_8) {
+    if (n > 4 && n <= 8) {
+      if (n == 8)
+        launch(TeamShape<1, 8, 8>{});
+      else
+        launch(TeamShape<1, 8>{});
+      return;
+    }
+  }
   if (n <= 4) {
-    if constexpr (four_lanes_small) {
+    if constexpr (small == SmallMatrices::four_lanes) {
       if (n == 4)
         launch(TeamShape<4, 1, 4>{});
       else

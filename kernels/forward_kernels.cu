@@ -11,10 +11,12 @@
 namespace sinkgrad::cuda {
 namespace {
 
-// The logits' row and column in registers (K = 1) or shared memory; R in the output tile.
+// The logits read from their tile (only the set-up of the linear domain and the log-domain
+// fallback read them, so registers are left to P); R written over them in place (the forward
+// writes R only after the team's last read of M).
 template <class Real, class Shape>
 struct ForwardTileMatrices {
-  TileMatrices<Real, Shape> logits;  // its "R" accessors read the logits' tile
+  TileMatrices<Real, Shape, false> logits;  // its "R" accessors read the logits' tile
   Tile<Real> R_tile;
   __device__ ForwardTileMatrices(Tile<Real> M, Tile<Real> R, int lane, int n)
       : logits(M, R, lane, n), R_tile(R) {}
@@ -68,7 +70,9 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
     throw Error("forward: logits and R must have the same shape");
   if (logits.batch == 0) return;
   if (logits.n <= math::max_team_n) {
-    with_team_shape<sizeof(Real) == 8>(logits.n, [&](auto shape) {
+    constexpr SmallMatrices small =
+        sizeof(Real) == 8 ? SmallMatrices::four_lanes : SmallMatrices::one_thread_to_8;
+    with_team_shape<small>(logits.n, [&](auto shape) {
       using Shape = decltype(shape);
       launch_teams<Real, Shape>(
           logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,

@@ -87,7 +87,7 @@ void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
   if (n > math::max_team_n) return unrolled_per_thread(problem, result);
-  with_team_shape<true>(n, [&](auto shape) {
+  with_team_shape<SmallMatrices::four_lanes>(n, [&](auto shape) {
     using Shape = decltype(shape);
     const int stride = Shape::cap;
     // The longest segment within the budget, else the one with the smallest tape.

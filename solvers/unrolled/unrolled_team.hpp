@@ -93,7 +93,7 @@ struct LinearReplay {
   const Team& team;
   const Matrices& mats;
   const Rows& P;
-  const Rows& Pt;
+  ColumnsOf<Team, Rows> Pt;
   Rows& Pbar;
   Vec a_bar, b_bar;
 
@@ -256,7 +256,7 @@ SINKGRAD_HD MatrixOutcome unrolled_team(const Team& team, const Matrices& mats, 
   using Rows = decltype(P);
   bool M_finite = true;
   if (linear_domain_rows<Real>(team, mats, M_finite, P, Pt)) {
-    LinearReplay<Real, Team, Matrices, Rows> replay{team, mats, P, Pt, adjoint, {}, {}};
+    LinearReplay<Real, Team, Matrices, Rows> replay{team, mats, P, {P, Pt}, adjoint, {}, {}};
     replay_in_reverse<Real>(team, T, L, replay);
     if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return P[s][j] * adjoint[s][j]; }))
       return {SolveStatus::ok, T};
