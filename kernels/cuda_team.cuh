@@ -8,19 +8,22 @@
 // 32 matrices at once (a 4-lane team spends most of its time in the latency of its exchanges).
 // Kernels that would hold too much per thread that way keep 4 lanes, and the float32 forward
 // runs n <= 8 in one thread too (with_team_shape).
-// A block of up to 128 threads holds 128 / W teams. The block's matrices are contiguous in
-// memory, so the block first copies them into shared memory with coalesced 16-byte loads (a
-// matrix per team, rows padded to n + 1 so that lanes reading a row or a column hit distinct
-// banks; for W = 1, tiles of an odd number of words, so that the threads reading the same entry
-// of their own matrices do), each lane then takes its rows and columns of the first input into
-// registers (K = 1 or W = 1; for K = 2 they stay in shared memory), the team runs the
-// algorithm, writes its output rows into the second tile (over its input in the first, when the
-// kernel has one input), and the block copies the tiles back with coalesced stores. Global memory
-// is touched once per input and output.
+// A block of up to 128 threads holds 128 / W teams and works through slices of as many
+// matrices, which are contiguous in memory. The next slice's inputs are copied into a shared
+// staging area with asynchronous 16-byte copies (cp.async) while the block computes on this
+// one, so that the memory system is kept busy during the arithmetic. A slice is then moved from
+// staging into padded tiles (a matrix per team, rows padded to n + 1 so that lanes reading a row
+// or a column hit distinct banks; for W = 1, tiles of an odd number of words, so that the
+// threads reading the same entry of their own matrices do), each lane may take its rows and
+// columns of the first input into registers (K = 1 or W = 1; for K = 2 they stay in shared
+// memory), the team runs the algorithm, writes its output rows into the second tile (over its
+// input in the first, when the kernel has one input), and the block stores the tiles with
+// coalesced 16-byte stores. Global memory is touched once per input and output.
 //
 // Teams exchange vectors through a small per-team buffer in shared memory (share()) and reduce
 // with xor shuffles inside their W lanes (sum()), in the canonical order of team.hpp.
 
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -248,42 +251,71 @@ inline constexpr int team_block_threads = 128;
 // top of this file for the padding).
 template <class Shape>
 struct TeamLayout {
+  int n;
   int stride;
   int tile_reals;
-  int tiles;
+  int tiles;  // also the number of inputs
   int exchange_reals;
   int storage_reals;
   __host__ __device__ TeamLayout(int n, int storage, bool two_inputs)
-      : stride(Shape::W == 1 ? n : n + 1),
+      : n(n),
+        stride(Shape::W == 1 ? n : n + 1),
         tile_reals(Shape::W == 1 ? (n * n) | 1 : n * (n + 1)),
         tiles(two_inputs ? 2 : 1),
         exchange_reals(Shape::W == 1 ? 0 : 2 * Shape::cap),
         storage_reals(storage) {}
-  __host__ __device__ std::size_t team_reals() const {
-    return std::size_t(exchange_reals) + std::size_t(storage_reals) +
-           std::size_t(tiles) * std::size_t(tile_reals);
+  // The tiles of `teams` teams, rounded up to whole 16-byte words.
+  __host__ __device__ std::size_t tiles_total(int teams) const {
+    return (std::size_t(teams) * tiles * tile_reals + 3) / 4 * 4;
+  }
+  // The staging of one input: teams matrices, contiguous.
+  __host__ __device__ std::size_t staging_reals(int teams) const {
+    return (std::size_t(teams) * n * n + 3) / 4 * 4;
+  }
+  __host__ __device__ std::size_t block_reals(int teams) const {
+    return std::size_t(teams) * (std::size_t(exchange_reals) + std::size_t(storage_reals)) +
+           tiles_total(teams) + std::size_t(tiles) * staging_reals(teams);
   }
 };
 
-// Copies matrices [0, count) of a contiguous batch slice between global memory and padded
-// tiles (tile m starts at tiles + m * tile_reals), with 16-byte accesses when n allows.
+// Starts copying count * n^2 Reals of a contiguous batch slice from global memory into
+// staging (16-byte aligned) without waiting for them (cp.async: the copy lands while the
+// block computes on the previous slice); 16-byte copies when the slice is aligned.
+template <class Real>
+__device__ void stage_async(Real* staging, const Real* global, int total) {
+  constexpr int vec = 16 / sizeof(Real);
+  int done = 0;
+  if (reinterpret_cast<std::uintptr_t>(global) % 16 == 0) {
+    done = total / vec * vec;
+    for (int e = threadIdx.x * vec; e < done; e += blockDim.x * vec)
+      __pipeline_memcpy_async(staging + e, global + e, 16);
+  }
+  for (int e = done + threadIdx.x; e < total; e += blockDim.x)
+    __pipeline_memcpy_async(staging + e, global + e, sizeof(Real));
+  __pipeline_commit();
+}
+
+// Moves count matrices between contiguous n x n storage (shared staging, or global memory) and
+// padded tiles (tile m starts at tiles + m * tile_reals), with 16-byte accesses to the
+// contiguous side when n allows. to_tiles: contiguous -> tiles, else tiles -> contiguous
+// (streaming stores: the output is not read again).
 template <class Real, bool to_tiles, int fixed_n>
-__device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* global, int count,
+__device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contiguous, int count,
                            int n) {
   if constexpr (fixed_n > 0) n = fixed_n;
   constexpr int vec = 16 / sizeof(Real);
   using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
   const int nn = n * n;
   const int total = count * nn;
-  const bool vectorised = n % vec == 0 && reinterpret_cast<std::uintptr_t>(global) % 16 == 0;
+  const bool vectorised = n % vec == 0 && reinterpret_cast<std::uintptr_t>(contiguous) % 16 == 0;
   if (vectorised) {
     for (int e = threadIdx.x * vec; e < total; e += blockDim.x * vec) {
       const int m = e / nn, r = e - m * nn, row = r / n, col = r - row * n;
       Real* t = tiles + m * tile_reals + row * stride + col;
-      auto* g = reinterpret_cast<Vec16*>(global + e);
+      auto* c = reinterpret_cast<Vec16*>(contiguous + e);
       Real part[vec];
       if constexpr (to_tiles) {
-        const Vec16 v = __ldcs(g);
+        const Vec16 v = *c;
         static_assert(sizeof(Vec16) == sizeof(part));
         memcpy(part, &v, sizeof(v));
 #pragma unroll
@@ -293,7 +325,7 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* global
         for (int q = 0; q < vec; ++q) part[q] = t[q];
         Vec16 v;
         memcpy(&v, part, sizeof(v));
-        __stcs(g, v);
+        __stcs(c, v);
       }
     }
   } else {
@@ -301,17 +333,19 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* global
       const int m = e / nn, r = e - m * nn, row = r / n, col = r - row * n;
       Real* t = tiles + m * tile_reals + row * stride + col;
       if constexpr (to_tiles)
-        *t = __ldcs(global + e);
+        *t = contiguous[e];
       else
-        __stcs(global + e, *t);
+        __stcs(contiguous + e, *t);
     }
   }
 }
 
-// One team per matrix. in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0
-// (the body writes its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome;
-// the leader stores it when status is not null. Each team gets storage_reals (a multiple of 4)
-// of scratch, team.storage().
+// One team per matrix; each block works through the slices of `teams` matrices blockIdx.x,
+// blockIdx.x + gridDim.x, ... and stages the next slice's inputs while it computes on this one.
+// in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0 (the body writes
+// its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
+// it when status is not null. Each team gets storage_reals (a multiple of 4) of scratch,
+// team.storage().
 template <class Real, class Shape, class Body>
 __global__ void __launch_bounds__(team_block_threads)
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
@@ -323,52 +357,73 @@ __global__ void __launch_bounds__(team_block_threads)
   const TeamLayout<Shape> layout(n, storage_reals, in1 != nullptr);
   const int stride = layout.stride;
   const int tile_reals = layout.tile_reals;
-  // Layout: exchange buffers of every team, storage, then tiles 0, then tiles 1 (exchange and
-  // storage 16-byte aligned).
+  // Layout: exchange buffers of every team, storage, tiles 0, tiles 1, then the staging of
+  // each input (everything 16-byte aligned but the tiles, whose total is rounded up).
   Real* exchange = reinterpret_cast<Real*>(shared_bytes);
   Real* storage = exchange + teams * layout.exchange_reals;
   Real* tiles0 = storage + teams * storage_reals;
   Real* tiles1 = in1 != nullptr ? tiles0 + teams * tile_reals : tiles0;
-  const index_t first = index_t(blockIdx.x) * teams;
-  const int count = static_cast<int>(batch - first < teams ? batch - first : teams);
-  const index_t offset = first * n * n;
-  copy_tiles<Real, true, Shape::N>(tiles0, tile_reals, stride, const_cast<Real*>(in0) + offset,
-                                   count, n);
-  if (in1 != nullptr)
-    copy_tiles<Real, true, Shape::N>(tiles1, tile_reals, stride, const_cast<Real*>(in1) + offset,
-                                     count, n);
-  __syncthreads();
+  Real* staging0 = tiles0 + layout.tiles_total(teams);
+  Real* staging1 = staging0 + layout.staging_reals(teams);
+  const index_t slices = (batch + teams - 1) / teams;
+  const index_t nn = index_t(n) * n;
+  const auto slice_size = [&](index_t slice) {
+    return static_cast<int>(batch - slice * teams < teams ? batch - slice * teams : teams);
+  };
+  const auto stage = [&](index_t slice) {
+    const int total = slice_size(slice) * static_cast<int>(nn);
+    stage_async(staging0, in0 + slice * teams * nn, total);
+    if (in1 != nullptr) stage_async(staging1, in1 + slice * teams * nn, total);
+  };
 
   const int team_index = threadIdx.x / W;
   const int lane = threadIdx.x % W;
-  if (team_index < count) {
-    const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << ((threadIdx.x % 32) / W * W);
-    CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * layout.exchange_reals,
-                               storage + team_index * storage_reals);
-    const index_t b = first + team_index;
-    const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
-                                       Tile<Real>{tiles1 + team_index * tile_reals, stride}, b);
-    if (status != nullptr && team.leader()) {
-      status[b] = outcome.status;
-      iterations[b] = outcome.iterations;
+  const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << ((threadIdx.x % 32) / W * W);
+  index_t slice = blockIdx.x;
+  if (slice >= slices) return;
+  stage(slice);
+  while (true) {
+    const int count = slice_size(slice);
+    __pipeline_wait_prior(0);
+    __syncthreads();  // the staged slice has landed; the last slice's tiles are stored
+    copy_tiles<Real, true, Shape::N>(tiles0, tile_reals, stride, staging0, count, n);
+    if (in1 != nullptr)
+      copy_tiles<Real, true, Shape::N>(tiles1, tile_reals, stride, staging1, count, n);
+    __syncthreads();  // tiles complete, staging free
+    const index_t next = slice + gridDim.x;
+    if (next < slices) stage(next);
+
+    if (team_index < count) {
+      CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * layout.exchange_reals,
+                                 storage + team_index * storage_reals);
+      const index_t b = slice * teams + team_index;
+      const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
+                                         Tile<Real>{tiles1 + team_index * tile_reals, stride}, b);
+      if (status != nullptr && team.leader()) {
+        status[b] = outcome.status;
+        iterations[b] = outcome.iterations;
+      }
     }
+    __syncthreads();
+    copy_tiles<Real, false, Shape::N>(tiles1, tile_reals, stride, out + slice * teams * nn, count,
+                                      n);
+    if (next >= slices) break;
+    slice = next;
   }
-  __syncthreads();
-  copy_tiles<Real, false, Shape::N>(tiles1, tile_reals, stride, out + offset, count, n);
 }
 
 template <class Shape>
 std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inputs,
                               std::size_t real_size) {
-  return real_size * static_cast<std::size_t>(teams) *
-         TeamLayout<Shape>(n, storage_reals, two_inputs).team_reals();
+  return real_size * TeamLayout<Shape>(n, storage_reals, two_inputs).block_reals(teams);
 }
 
 }  // namespace detail
 
 // Runs body on every matrix of a batch (device pointers, row-major [B][n][n]) with
-// storage_reals of team storage. Shape must match n (with_team_shape); throws Error when a
-// team's tiles and storage exceed a block's shared memory.
+// storage_reals of team storage, in one launch of as many blocks as fit on the device at once.
+// Shape must match n (with_team_shape); throws Error when a team's tiles and storage exceed a
+// block's shared memory.
 template <class Real, class Shape, class Body>
 void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                   std::int32_t* iterations, index_t batch, int n, Body body,
@@ -394,8 +449,17 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
   if (bytes > 48 * 1024)
     SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(bytes)));
-  const index_t blocks = (batch + teams - 1) / teams;
-  if (blocks > index_t(0x7fffffff)) throw Error("batch too large for one CUDA launch");
+  // As many blocks as stay resident at once, each working through its share of the slices
+  // (so that every block has a next slice to stage while it computes).
+  int per_multiprocessor = 0, multiprocessors = 0;
+  SINKGRAD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
+                                                                    teams * Shape::W, bytes));
+  SINKGRAD_CUDA_CHECK(
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const index_t slices = (batch + teams - 1) / teams;
+  const index_t resident =
+      index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessors;
+  const index_t blocks = slices < resident ? slices : resident;
   kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes>>>(
       in0, in1, out, status, iterations, batch, n, storage_reals, body);
   SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
