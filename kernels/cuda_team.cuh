@@ -257,13 +257,15 @@ struct TeamLayout {
   int tiles;  // also the number of inputs
   int exchange_reals;
   int storage_reals;
-  __host__ __device__ TeamLayout(int n, int storage, bool two_inputs)
+  bool staged;  // with staging for the next slice's inputs
+  __host__ __device__ TeamLayout(int n, int storage, bool two_inputs, bool staged)
       : n(n),
         stride(Shape::W == 1 ? n : n + 1),
         tile_reals(Shape::W == 1 ? (n * n) | 1 : n * (n + 1)),
         tiles(two_inputs ? 2 : 1),
         exchange_reals(Shape::W == 1 ? 0 : 2 * Shape::cap),
-        storage_reals(storage) {}
+        storage_reals(storage),
+        staged(staged) {}
   // The tiles of `teams` teams, rounded up to whole 16-byte words.
   __host__ __device__ std::size_t tiles_total(int teams) const {
     return (std::size_t(teams) * tiles * tile_reals + 3) / 4 * 4;
@@ -274,7 +276,7 @@ struct TeamLayout {
   }
   __host__ __device__ std::size_t block_reals(int teams) const {
     return std::size_t(teams) * (std::size_t(exchange_reals) + std::size_t(storage_reals)) +
-           tiles_total(teams) + std::size_t(tiles) * staging_reals(teams);
+           tiles_total(teams) + (staged ? std::size_t(tiles) * staging_reals(teams) : 0);
   }
 };
 
@@ -341,12 +343,13 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contig
 }
 
 // One team per matrix; each block works through the slices of `teams` matrices blockIdx.x,
-// blockIdx.x + gridDim.x, ... and stages the next slice's inputs while it computes on this one.
+// blockIdx.x + gridDim.x, ... and, when staged, stages the next slice's inputs while it computes
+// on this one (otherwise it reads each slice from global memory when it gets to it).
 // in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0 (the body writes
 // its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
 // it when status is not null. Each team gets storage_reals (a multiple of 4) of scratch,
 // team.storage().
-template <class Real, class Shape, class Body>
+template <class Real, class Shape, bool staged, class Body>
 __global__ void __launch_bounds__(team_block_threads)
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                 std::int32_t* iterations, index_t batch, int n, int storage_reals, Body body) {
@@ -354,7 +357,7 @@ __global__ void __launch_bounds__(team_block_threads)
   constexpr int W = Shape::W;
   if constexpr (Shape::N > 0) n = Shape::N;
   const int teams = blockDim.x / W;
-  const TeamLayout<Shape> layout(n, storage_reals, in1 != nullptr);
+  const TeamLayout<Shape> layout(n, storage_reals, in1 != nullptr, staged);
   const int stride = layout.stride;
   const int tile_reals = layout.tile_reals;
   // Layout: exchange buffers of every team, storage, tiles 0, tiles 1, then the staging of
@@ -381,17 +384,24 @@ __global__ void __launch_bounds__(team_block_threads)
   const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << ((threadIdx.x % 32) / W * W);
   index_t slice = blockIdx.x;
   if (slice >= slices) return;
-  stage(slice);
+  if constexpr (staged) stage(slice);
   while (true) {
     const int count = slice_size(slice);
-    __pipeline_wait_prior(0);
+    Real* from0 = const_cast<Real*>(in0) + slice * teams * nn;
+    Real* from1 = in1 != nullptr ? const_cast<Real*>(in1) + slice * teams * nn : nullptr;
+    if constexpr (staged) {
+      __pipeline_wait_prior(0);
+      from0 = staging0;
+      from1 = staging1;
+    }
     __syncthreads();  // the staged slice has landed; the last slice's tiles are stored
-    copy_tiles<Real, true, Shape::N>(tiles0, tile_reals, stride, staging0, count, n);
+    copy_tiles<Real, true, Shape::N>(tiles0, tile_reals, stride, from0, count, n);
     if (in1 != nullptr)
-      copy_tiles<Real, true, Shape::N>(tiles1, tile_reals, stride, staging1, count, n);
+      copy_tiles<Real, true, Shape::N>(tiles1, tile_reals, stride, from1, count, n);
     __syncthreads();  // tiles complete, staging free
     const index_t next = slice + gridDim.x;
-    if (next < slices) stage(next);
+    if constexpr (staged)
+      if (next < slices) stage(next);
 
     if (team_index < count) {
       CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * layout.exchange_reals,
@@ -413,24 +423,27 @@ __global__ void __launch_bounds__(team_block_threads)
 }
 
 template <class Shape>
-std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inputs,
+std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inputs, bool staged,
                               std::size_t real_size) {
-  return real_size * TeamLayout<Shape>(n, storage_reals, two_inputs).block_reals(teams);
+  return real_size * TeamLayout<Shape>(n, storage_reals, two_inputs, staged).block_reals(teams);
 }
 
 }  // namespace detail
 
 // Runs body on every matrix of a batch (device pointers, row-major [B][n][n]) with
 // storage_reals of team storage, in one launch of as many blocks as fit on the device at once.
+// staged: each block copies its next slice's inputs in while it computes (needs shared memory
+// for them: kernels whose speed hangs on how many blocks fit, as direct's, may be better
+// without).
 // Shape must match n (with_team_shape); throws Error when a team's tiles and storage exceed a
 // block's shared memory.
-template <class Real, class Shape, class Body>
+template <class Real, class Shape, bool staged = true, class Body>
 void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                   std::int32_t* iterations, index_t batch, int n, Body body,
                   int storage_reals = 0) {
   if (batch <= 0) return;
   storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
-  auto kernel = &detail::team_kernel<Real, Shape, Body>;
+  auto kernel = &detail::team_kernel<Real, Shape, staged, Body>;
   int device = 0;
   SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
   int limit = 0;
@@ -438,11 +451,12 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
       cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   int teams = detail::team_block_threads / Shape::W;
   const bool two_inputs = in1 != nullptr;
-  while (teams > 1 && detail::team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs,
-                                                       sizeof(Real)) > std::size_t(limit) / 2)
-    teams /= 2;
-  const std::size_t bytes =
-      detail::team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs, sizeof(Real));
+  const auto shared_bytes = [&](int teams) {
+    return detail::team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs, staged,
+                                            sizeof(Real));
+  };
+  while (teams > 1 && shared_bytes(teams) > std::size_t(limit) / 2) teams /= 2;
+  const std::size_t bytes = shared_bytes(teams);
   if (bytes > std::size_t(limit))
     throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
                 " bytes of shared memory per matrix, more than a CUDA block has");
