@@ -151,7 +151,7 @@ double gradient_bound(const SolverCase& solver) {
 // the eigenvalues the pseudo-inverse keeps, and beta_max = max|beta_k| (beta in the gauge
 // direction can be much larger than the gradient, which is then assembled by cancellation in
 // G - alpha - beta). Two backward-stable eigensolvers (Eigen's QR on the CPU, Jacobi on the
-// GPU) agree to about n eps (kappa + beta_max / scale), however large that is. near_cutoff:
+// GPU) agree to about n eps kappa max(1, beta_max / scale), however large that is. near_cutoff:
 // an eigenvalue within a factor 16 of the cutoff n eps max|lambda|, where the rank decision is
 // rounding's and the two may decide differently.
 struct PseudoInverseCondition {
@@ -294,8 +294,12 @@ ParityReport expect_parity(const SolverCase& solver, const Inputs<Real>& in,
     scale = std::max({scale, frobenius(rg.data(), nn), 1e-300});
     const double error = std::sqrt(diff) / scale;
     double bound = gradient_bound<Real>(solver);
+    // Both eigensolvers are backward stable: (alpha, beta) come out with a relative error of
+    // order n eps kappa, and the gradient R o (G - alpha 1^T - 1 beta^T) inherits that error
+    // of |beta| relative to its own scale, so the two factors multiply.
     if (pseudo_inverse)
-      bound = std::max(bound, 64.0 * n * eps * (condition.kappa + condition.beta_max / scale));
+      bound = std::max(
+          bound, 64.0 * n * eps * condition.kappa * std::max(1.0, condition.beta_max / scale));
     const double allowed = tie ? std::max(bound, 1e3 * tolerance) : bound;
     if (!(error <= allowed) && condition.near_cutoff) {
       ++report.borderline;  // one kept an eigenvalue at the cutoff that the other dropped
