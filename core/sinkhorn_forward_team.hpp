@@ -43,9 +43,11 @@ SINKGRAD_HD Real negative_logsumexp(const X& x, const Y& y, int n) {
   return -(top + log_of(sum));
 }
 
-// Column i of P (Pt[s][j] = P[j][i]) for the component s. A team that owns the whole matrix
-// (the CPU's, a one-thread GPU team) reads it out of P's rows, in registers on the GPU, and
-// leaves Pt unused; the others keep their columns in Pt (linear_domain_rows fills it).
+// Column i of P (Pt[s][j] = P[j][i]) for the component s. A team whose lane holds all of P in
+// registers (a one-thread GPU team) reads it out of P's rows at no cost and leaves Pt unused;
+// the others keep their columns in Pt (linear_domain_rows fills it): GPU lanes own their
+// columns, and on the CPU a contiguous copy vectorises where a strided column does not (the
+// CPU forward ran 1.3-1.5x slower in float32 reading columns out of the rows).
 template <class Team, class Rows>
 struct ColumnsOf {
   const Rows& P;
@@ -56,7 +58,7 @@ struct ColumnsOf {
     SINKGRAD_HD auto operator[](int j) const { return P[Slot{j, j}][k]; }
   };
   SINKGRAD_HD decltype(auto) operator[](Slot s) const {
-    if constexpr (Team::whole_matrix)
+    if constexpr (Team::columns_from_rows)
       return Column{P, s.k};
     else
       return Pt[s];
@@ -65,8 +67,8 @@ struct ColumnsOf {
 
 // The linear-domain set-up shared by the forward and the unrolled replay: whether every entry of
 // M is finite (finite) and every column spread little enough (returned), and then P's rows
-// (P[slot]) and, for teams that do not own the whole matrix, its columns (Pt[slot]: column i
-// of P), with the column maxima subtracted.
+// (P[slot]) and, unless the team reads them out of the rows (ColumnsOf), its columns (Pt[slot]:
+// column i of P), with the column maxima subtracted.
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool& finite, Rows& P,
                                     Rows& Pt) {
@@ -100,7 +102,7 @@ SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
       P[s][j] = exp_of(row[j] - all_top[j]);
-      if constexpr (!Team::whole_matrix) Pt[s][j] = exp_of(col[j] - top[s]);
+      if constexpr (!Team::columns_from_rows) Pt[s][j] = exp_of(col[j] - top[s]);
     }
   });
   return true;

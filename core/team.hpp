@@ -26,7 +26,8 @@
 //   team.load(p)             a view x[j], j < n, of a vector stored at p (after a sync())
 //   Team::Vec                a vector of n components distributed like the rows, v[slot]
 //   Team::cap                a compile-time bound on n: loops run j < cap and stop at n
-//   Team::whole_matrix       whether this lane owns every component (then slot k = i)
+//   Team::columns_from_rows  whether a lane reads columns out of its rows at no cost (it owns
+//                            every row, in registers; then slot k = i)
 //
 // The canonical order of a sum (the GPU's, reproduced on the CPU so that both give the same
 // bits): with W = team_width(n), lane l first adds its components l, l + W, l + 2W, ... in
@@ -99,7 +100,7 @@ template <class Real, int Cap = max_team_n>
 class CpuTeam {
  public:
   static constexpr int cap = Cap;
-  static constexpr bool whole_matrix = true;  // slot k = i for every component
+  static constexpr bool columns_from_rows = false;  // a contiguous transposed copy vectorises
 
   struct Vec {
     Real v[Cap];

@@ -53,7 +53,7 @@ class CudaTeam {
   static constexpr int W = Shape::W;
   static constexpr int K = Shape::K;
   static constexpr int cap = Shape::cap;
-  static constexpr bool whole_matrix = W == 1;
+  static constexpr bool columns_from_rows = W == 1;  // the whole matrix in registers
 
   struct Vec {
     Real v[K];
