@@ -14,14 +14,11 @@ namespace {
 // The logits read from their tile (only the set-up of the linear domain and the log-domain
 // fallback read them, so registers are left to P); R written over them in place (the forward
 // writes R only after the team's last read of M).
-template <class Real, class Shape>
+template <class Real>
 struct ForwardTileMatrices {
-  TileMatrices<Real, Shape, false> logits;  // its "R" accessors read the logits' tile
-  Tile<Real> R_tile;
-  __device__ ForwardTileMatrices(Tile<Real> M, Tile<Real> R, int lane, int n)
-      : logits(M, R, lane, n), R_tile(R) {}
-  __device__ decltype(auto) M_row(math::Slot s) const { return logits.R_row(s); }
-  __device__ decltype(auto) M_col(math::Slot s) const { return logits.R_col(s); }
+  Tile<Real> M_tile, R_tile;
+  __device__ math::StridedView<Real> M_row(math::Slot s) const { return M_tile.row(s.i); }
+  __device__ math::StridedView<Real> M_col(math::Slot s) const { return M_tile.col(s.i); }
   __device__ math::StridedView<Real> R_row(math::Slot s) const { return R_tile.row(s.i); }
   __device__ math::StridedView<Real> R_col(math::Slot s) const { return R_tile.col(s.i); }
 };
@@ -33,7 +30,7 @@ struct ForwardTeam {
   unsigned long long* invalid_count;
   __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> R,
                                       index_t b) const {
-    const ForwardTileMatrices<Real, Shape> mats(M, R, team.lane(), team.n());
+    const ForwardTileMatrices<Real> mats{M, R};
     const auto outcome = math::sinkhorn_forward_team<Real>(team, mats, iterations);
     if (team.leader()) {
       if (!outcome.finite && invalid_count != nullptr) atomicAdd(invalid_count, 1ULL);
