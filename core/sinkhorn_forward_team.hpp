@@ -52,14 +52,9 @@ template <class Team, class Rows>
 struct ColumnsOf {
   const Rows& P;
   const Rows& Pt;
-  struct Column {
-    const Rows& P;
-    int k;
-    SINKGRAD_HD auto operator[](int j) const { return P[Slot{j, j}][k]; }
-  };
   SINKGRAD_HD decltype(auto) operator[](Slot s) const {
     if constexpr (Team::columns_from_rows)
-      return Column{P, s.k};
+      return ColumnOfRows<Rows>{P, s.k};
     else
       return Pt[s];
   }
@@ -122,6 +117,26 @@ SINKGRAD_HD void linear_domain_step(const Team& team, const Rows& P, const Colum
   team.each([&](Slot s) { a[s] = reciprocal_in_range(dot_n<Team::cap>(P[s], all_b, n)); });
 }
 
+// R[j] = value(j) / sum_k value(k), j < n: the last step normalised rows, and scaling by the
+// computed sum makes them sum to 1 to rounding (see normalise_rows in core/forward_math.hpp).
+// One reciprocal per row and a product per entry (an IEEE division per entry cost the GPU
+// about as much as the rest of the epilogue); value is evaluated twice rather than R read back.
+template <class Real, class Team, class Row, class Value>
+SINKGRAD_HD void write_normalised_row(const Row& R, int n, Value&& value) {
+  Real sum = 0;
+  SINKGRAD_UNROLL
+  for (int j = 0; j < Team::cap; ++j) {
+    if (j >= n) break;
+    sum += value(j);
+  }
+  const Real inverse = Real(1) / sum;
+  SINKGRAD_UNROLL
+  for (int j = 0; j < Team::cap; ++j) {
+    if (j >= n) break;
+    R[j] = value(j) * inverse;
+  }
+}
+
 template <class Real>
 struct ForwardOutcome {
   bool finite;     // false: the logits were not all finite (R is NaN)
@@ -146,12 +161,8 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
     for (int t = 0; t < T; ++t) linear_domain_step<Real>(team, P, columns, a, b);
     const auto& all_b = team.share(b);
     team.each([&](Slot s) {
-      const auto& R = mats.R_row(s);
-      SINKGRAD_UNROLL
-      for (int j = 0; j < Team::cap; ++j) {
-        if (j >= n) break;
-        R[j] = a[s] * P[s][j] * all_b[j];
-      }
+      write_normalised_row<Real, Team>(mats.R_row(s), n,
+                                       [&](int j) { return a[s] * P[s][j] * all_b[j]; });
     });
   } else if (finite) {
     typename Team::Vec f, g;
@@ -167,12 +178,8 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
     const auto& all_g = team.share(g);
     team.each([&](Slot s) {
       const auto& M = mats.M_row(s);
-      const auto& R = mats.R_row(s);
-      SINKGRAD_UNROLL
-      for (int j = 0; j < Team::cap; ++j) {
-        if (j >= n) break;
-        R[j] = exp_of(M[j] + f[s] + all_g[j]);
-      }
+      write_normalised_row<Real, Team>(mats.R_row(s), n,
+                                       [&](int j) { return exp_of(M[j] + f[s] + all_g[j]); });
     });
   } else {
     team.sync();
@@ -182,14 +189,6 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
     });
     return {false, quiet_nan<Real>()};
   }
-  // The last step normalised rows; dividing by the computed sums makes that hold to rounding
-  // (see normalise_rows in core/forward_math.hpp).
-  team.each([&](Slot s) {
-    const auto& R = mats.R_row(s);
-    Real sum = 0;
-    for (int j = 0; j < n; ++j) sum += R[j];
-    for (int j = 0; j < n; ++j) R[j] /= sum;
-  });
   team.sync();
   const Real violation = team.max([&](Slot s) {
     const auto& column = mats.R_col(s);

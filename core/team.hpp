@@ -68,14 +68,24 @@ struct StridedView {
   SINKGRAD_HD Real& operator[](int j) const { return data[j * stride]; }
 };
 
-// sum_j a[j] * x[j] for j < n, ascending; cap bounds n at compile time on the GPU.
+// Column k of a matrix whose rows a lane holds, rows[Slot{j, j}] (a team that owns every row,
+// slot k = i: Team::columns_from_rows).
+template <class Rows>
+struct ColumnOfRows {
+  const Rows& rows;
+  int k;
+  SINKGRAD_HD auto operator[](int j) const { return rows[Slot{j, j}][k]; }
+};
+
+// sum_j a[j] * x[j] for j < n, ascending, each term added with one rounding (fma_of); cap bounds
+// n at compile time on the GPU.
 template <int cap, class A, class X>
 SINKGRAD_HD auto dot_n(const A& a, const X& x, int n) -> decltype(a[0] * x[0]) {
   decltype(a[0] * x[0]) sum = 0;
   SINKGRAD_UNROLL
   for (int j = 0; j < cap; ++j) {
     if (j >= n) break;
-    sum += a[j] * x[j];
+    sum = fma_of(a[j], x[j], sum);
   }
   return sum;
 }

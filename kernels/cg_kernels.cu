@@ -50,7 +50,7 @@ void cg_plain(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
     launch_teams<Real, Shape>(problem.forward_output.data, problem.grad_output.data,
                               result.grad_logits.data, result.status, result.iterations,
                               problem.grad_output.batch, n,
-                              CgPlainTeam<Real, Shape>{result, system, settings});
+                              CgPlainTeam<Real, Shape>{result, system, settings}, Staging::on);
   });
 }
 
@@ -63,7 +63,7 @@ void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Rea
     launch_teams<Real, Shape>(problem.forward_output.data, problem.grad_output.data,
                               result.grad_logits.data, result.status, result.iterations,
                               problem.grad_output.batch, n,
-                              CgCorrectedTeam<Real, Shape>{result, settings});
+                              CgCorrectedTeam<Real, Shape>{result, settings}, Staging::on);
   });
 }
 

@@ -34,6 +34,7 @@
 #include "core/error.hpp"
 #include "core/team.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/cuda_team_staging.hpp"
 
 namespace sinkgrad::cuda {
 
@@ -198,21 +199,34 @@ struct Tile {
   __device__ math::StridedView<Real> col(int j) const { return {data + j, stride}; }
 };
 
-// The rows and columns a lane owns (i = lane + W k, k < K) of a tile, in registers.
+// The rows and columns a lane owns (i = lane + W k, k < K) of a tile, in registers. A
+// one-thread team (W = 1) holds every row and reads the columns out of them.
 template <class Real, class Shape>
 struct RowsAndColumns {
-  Real row[Shape::K][Shape::cap];
-  Real col[Shape::K][Shape::cap];
+  static constexpr bool columns_from_rows = Shape::W == 1;
+  using Rows = typename CudaTeam<Real, Shape>::Rows;
+  Rows row;
+  Rows col;  // unused when columns_from_rows
   __device__ RowsAndColumns(Tile<Real> tile, int lane, int n) {
 #pragma unroll
     for (int k = 0; k < Shape::K; ++k) {
       const int i = lane + Shape::W * k;
 #pragma unroll
       for (int j = 0; j < Shape::cap; ++j) {
-        row[k][j] = i < n && j < n ? tile.data[i * tile.stride + j] : Real(0);
-        col[k][j] = i < n && j < n ? tile.data[j * tile.stride + i] : Real(0);
+        row.v[k][j] = i < n && j < n ? tile.data[i * tile.stride + j] : Real(0);
+        if constexpr (!columns_from_rows)
+          col.v[k][j] = i < n && j < n ? tile.data[j * tile.stride + i] : Real(0);
       }
     }
+  }
+  __device__ const Real (&operator[](math::Slot s) const)[Shape::cap] {
+    return row[s];
+  }
+  __device__ decltype(auto) column(math::Slot s) const {
+    if constexpr (columns_from_rows)
+      return math::ColumnOfRows<Rows>{row, s.k};
+    else
+      return col[s];
   }
 };
 
@@ -235,8 +249,8 @@ struct TileMatrices<Real, Shape, true> {
   RowsAndColumns<Real, Shape> R;
   Tile<Real> G_tile;
   __device__ TileMatrices(Tile<Real> r, Tile<Real> g, int lane, int n) : R(r, lane, n), G_tile(g) {}
-  __device__ const Real (&R_row(math::Slot s) const)[Shape::cap] { return R.row[s.k]; }
-  __device__ const Real (&R_col(math::Slot s) const)[Shape::cap] { return R.col[s.k]; }
+  __device__ const Real (&R_row(math::Slot s) const)[Shape::cap] { return R[s]; }
+  __device__ decltype(auto) R_col(math::Slot s) const { return R.column(s); }
   __device__ math::StridedView<Real> G_row(math::Slot s) const { return G_tile.row(s.i); }
   __device__ math::StridedView<Real> G_col(math::Slot s) const { return G_tile.col(s.i); }
   __device__ math::StridedView<Real> grad_row(math::Slot s) const { return G_tile.row(s.i); }
@@ -349,10 +363,11 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contig
 // its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
 // it when status is not null. Each team gets storage_reals (a multiple of 4) of scratch,
 // team.storage().
-template <class Real, class Shape, bool staged, class Body>
+template <class Real, class Shape, class Body>
 __global__ void __launch_bounds__(team_block_threads)
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
-                std::int32_t* iterations, index_t batch, int n, int storage_reals, Body body) {
+                std::int32_t* iterations, index_t batch, int n, int storage_reals, bool staged,
+                Body body) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   constexpr int W = Shape::W;
   if constexpr (Shape::N > 0) n = Shape::N;
@@ -384,12 +399,12 @@ __global__ void __launch_bounds__(team_block_threads)
   const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << ((threadIdx.x % 32) / W * W);
   index_t slice = blockIdx.x;
   if (slice >= slices) return;
-  if constexpr (staged) stage(slice);
+  if (staged) stage(slice);
   while (true) {
     const int count = slice_size(slice);
     Real* from0 = const_cast<Real*>(in0) + slice * teams * nn;
     Real* from1 = in1 != nullptr ? const_cast<Real*>(in1) + slice * teams * nn : nullptr;
-    if constexpr (staged) {
+    if (staged) {
       __pipeline_wait_prior(0);
       from0 = staging0;
       from1 = staging1;
@@ -400,8 +415,7 @@ __global__ void __launch_bounds__(team_block_threads)
       copy_tiles<Real, true, Shape::N>(tiles1, tile_reals, stride, from1, count, n);
     __syncthreads();  // tiles complete, staging free
     const index_t next = slice + gridDim.x;
-    if constexpr (staged)
-      if (next < slices) stage(next);
+    if (staged && next < slices) stage(next);
 
     if (team_index < count) {
       CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * layout.exchange_reals,
@@ -432,18 +446,16 @@ std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inpu
 
 // Runs body on every matrix of a batch (device pointers, row-major [B][n][n]) with
 // storage_reals of team storage, in one launch of as many blocks as fit on the device at once.
-// staged: each block copies its next slice's inputs in while it computes (needs shared memory
-// for them: kernels whose speed hangs on how many blocks fit, as direct's, may be better
-// without).
 // Shape must match n (with_team_shape); throws Error when a team's tiles and storage exceed a
 // block's shared memory.
-template <class Real, class Shape, bool staged = true, class Body>
+template <class Real, class Shape, class Body>
 void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
-                  std::int32_t* iterations, index_t batch, int n, Body body,
+                  std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
                   int storage_reals = 0) {
   if (batch <= 0) return;
   storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
-  auto kernel = &detail::team_kernel<Real, Shape, staged, Body>;
+  auto kernel = &detail::team_kernel<Real, Shape, Body>;
+  const bool staged = detail::staging_or_override(staging) == Staging::on;
   int device = 0;
   SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
   int limit = 0;
@@ -475,7 +487,7 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
       index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessors;
   const index_t blocks = slices < resident ? slices : resident;
   kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes>>>(
-      in0, in1, out, status, iterations, batch, n, storage_reals, body);
+      in0, in1, out, status, iterations, batch, n, storage_reals, staged, body);
   SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
 }
 

@@ -47,10 +47,10 @@ void direct(const BackwardProblem<Real>& problem, const BackwardResult<Real>& re
       using Shape = decltype(shape);
       // Not staged: direct is bound by the latency of its n-round solves, so its speed is how
       // many blocks fit at once, which the staging's shared memory halves at n = 32.
-      launch_teams<Real, Shape, false>(problem.forward_output.data, problem.grad_output.data,
-                                       result.grad_logits.data, result.status, result.iterations,
-                                       problem.grad_output.batch, n,
-                                       DirectCorrectedTeam<Real, Shape>{});
+      launch_teams<Real, Shape>(problem.forward_output.data, problem.grad_output.data,
+                                result.grad_logits.data, result.status, result.iterations,
+                                problem.grad_output.batch, n, DirectCorrectedTeam<Real, Shape>{},
+                                Staging::off);
     });
     return;
   }

@@ -73,7 +73,7 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
       using Shape = decltype(shape);
       launch_teams<Real, Shape>(
           logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
-          ForwardTeam<Real, Shape>{iterations, column_violation, invalid_count});
+          ForwardTeam<Real, Shape>{iterations, column_violation, invalid_count}, Staging::on);
     });
     return;
   }

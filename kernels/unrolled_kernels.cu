@@ -103,7 +103,7 @@ void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
     launch_teams<Real, Shape>(problem.logits.data, problem.grad_output.data,
                               result.grad_logits.data, result.status, result.iterations,
                               problem.grad_output.batch, n, UnrolledTeam<Real, Shape>{T, segment},
-                              static_cast<int>(tape));
+                              Staging::on, static_cast<int>(tape));
   });
 }
 

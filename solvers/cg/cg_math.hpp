@@ -2,7 +2,8 @@
 // Conjugate gradients for one small symmetric system, run by a team (core/team.hpp)
 // on the CPU or the GPU (Eigen's loop, in the shape of PETSc's KSP: stop on
 // ||r|| <= tolerance ||b||, report why it stopped). Every dot product is a team sum in the
-// canonical order, so all lanes take the same branches and both devices give the same bits.
+// canonical order, so all lanes take the same branches and both devices give the same bits;
+// products are added with one rounding (fma_of), the same on both.
 
 #include "core/forward_math.hpp"
 #include "core/status.hpp"
@@ -27,7 +28,7 @@ template <class Real, class Team, int P>
 SINKGRAD_HD Real dot(const Team& team, const CgVector<Team, P>& a, const CgVector<Team, P>& b) {
   return team.sum([&](Slot s) {
     Real sum = 0;
-    for (int q = 0; q < P; ++q) sum += a.part[q][s] * b.part[q][s];
+    for (int q = 0; q < P; ++q) sum = fma_of(a.part[q][s], b.part[q][s], sum);
     return sum;
   });
 }
@@ -58,8 +59,8 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
     const Real step = rr / curvature;
     team.each([&](Slot s) {
       for (int q = 0; q < P; ++q) {
-        x.part[q][s] += step * p.part[q][s];
-        r.part[q][s] -= step * Ap.part[q][s];
+        x.part[q][s] = fma_of(step, p.part[q][s], x.part[q][s]);
+        r.part[q][s] = fma_of(-step, Ap.part[q][s], r.part[q][s]);
       }
     });
     const Real rr_next = dot<Real>(team, r, r);
@@ -68,7 +69,7 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
     if (rr_next <= threshold) return {SolveStatus::ok, it};
     const Real ratio = rr_next / rr;
     team.each([&](Slot s) {
-      for (int q = 0; q < P; ++q) p.part[q][s] = r.part[q][s] + ratio * p.part[q][s];
+      for (int q = 0; q < P; ++q) p.part[q][s] = fma_of(ratio, p.part[q][s], r.part[q][s]);
     });
     rr = rr_next;
   }

@@ -35,7 +35,8 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
       const Real x = R[j], g = G[j];
-      if (!is_finite(x) || !is_finite(g) || x < Real(0)) ok = false;
+      // & rather than ||: no branch per entry on the GPU
+      if (!(is_finite(x) & is_finite(g) & (x >= Real(0)))) ok = false;
       r += x;
       sr += x * g;
       c += Rc[j];
@@ -113,15 +114,24 @@ struct PlainSchurOperator {
   }
 };
 
-// S = diag(c) - R^T diag(r)^-1 R (corrected Schur complement, actual marginals).
+// S = diag(c) - R^T diag(r)^-1 R (corrected Schur complement, actual marginals). diag(r)^-1 is
+// kept as reciprocals, computed once: a division per row and step costs a one-thread GPU team
+// at n = 8 about as many instructions as a quarter of the products with R.
 template <class Real, class Team, class Matrices>
 struct CorrectedSchurOperator {
   const Matrices& mats;
   const TeamMarginals<Team>& m;
+  typename Team::Vec inverse_r;
+  SINKGRAD_HD CorrectedSchurOperator(const Team& team, const Matrices& matrices,
+                                     const TeamMarginals<Team>& marginals)
+      : mats(matrices), m(marginals) {
+    team.each([&](Slot s) { inverse_r[s] = Real(1) / m.r[s]; });
+  }
   SINKGRAD_HD void apply(const Team& team, const CgVector<Team, 1>& x, CgVector<Team, 1>& y) const {
     typename Team::Vec t;
     const auto& all_x = team.share(x.part[0]);
-    team.each([&](Slot s) { t[s] = dot_n<Team::cap>(mats.R_row(s), all_x, team.n()) / m.r[s]; });
+    team.each(
+        [&](Slot s) { t[s] = dot_n<Team::cap>(mats.R_row(s), all_x, team.n()) * inverse_r[s]; });
     const auto& all_t = team.share(t);
     team.each([&](Slot s) {
       y.part[0][s] = m.c[s] * x.part[0][s] - dot_n<Team::cap>(mats.R_col(s), all_t, team.n());

@@ -17,8 +17,8 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   CgVector<Team, 1> b{}, beta{};
   team_schur_rhs<Real>(team, mats, true, m, b.part[0]);
-  const MatrixOutcome outcome = conjugate_gradient(
-      team, CorrectedSchurOperator<Real, Team, Matrices>{mats, m}, b, beta, settings, history);
+  const CorrectedSchurOperator<Real, Team, Matrices> schur(team, mats, m);
+  const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history);
   if (outcome.status == SolveStatus::breakdown) return team_fail<Real>(team, mats, outcome.status);
   typename Team::Vec alpha;
   team_schur_alpha<Real>(team, mats, true, m, beta.part[0], alpha);

@@ -53,7 +53,7 @@ template <class Real>
 SINKGRAD_HD void multiply(const Real* R, const Real* x, Real* y, int n) {
   for (int i = 0; i < n; ++i) {
     Real sum = 0;
-    for (int j = 0; j < n; ++j) sum += R[i * n + j] * x[j];
+    for (int j = 0; j < n; ++j) sum = fma_of(R[i * n + j], x[j], sum);
     y[i] = sum;
   }
 }
@@ -63,7 +63,7 @@ template <class Real>
 SINKGRAD_HD void multiply_transposed(const Real* R, const Real* x, Real* y, int n) {
   fill(y, n, Real(0));
   for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) y[j] += R[i * n + j] * x[i];
+    for (int j = 0; j < n; ++j) y[j] = fma_of(R[i * n + j], x[i], y[j]);
 }
 
 template <class Real>
