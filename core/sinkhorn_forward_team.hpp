@@ -63,21 +63,21 @@ struct ColumnsOf {
 // The linear-domain set-up shared by the forward and the unrolled replay: whether every entry of
 // M is finite (finite) and every column spread little enough (returned), and then P's rows
 // (P[slot]) and, unless the team reads them out of the rows (ColumnsOf), its columns (Pt[slot]:
-// column i of P), with the column maxima subtracted.
+// column i of P), with the column maxima subtracted. A column holding a NaN or an infinity
+// fails the spread test (a NaN or -inf difference, or inf - inf), so the rows are scanned for
+// finiteness only when some column fails it.
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool& finite, Rows& P,
                                     Rows& Pt) {
   const int n = team.n();
   typename Team::Vec top;  // column maxima
-  bool all_finite = true, spread_ok = true;
+  bool spread_ok = true;
   team.each([&](Slot s) {
-    const auto& row = mats.M_row(s);
     const auto& col = mats.M_col(s);
     Real m = col[0];
     SINKGRAD_UNROLL
-    for (int k = 0; k < Team::cap; ++k) {
+    for (int k = 1; k < Team::cap; ++k) {
       if (k >= n) break;
-      if (!is_finite(row[k])) all_finite = false;
       m = max_of(m, col[k]);
     }
     top[s] = m;
@@ -87,8 +87,17 @@ SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool
       if (!(col[k] - m >= linear_domain_log_floor<Real>())) spread_ok = false;
     }
   });
-  finite = team.all(all_finite);
-  if (!finite || !team.all(spread_ok)) return false;
+  if (!team.all(spread_ok)) {
+    bool all_finite = true;
+    team.each([&](Slot s) {
+      const auto& row = mats.M_row(s);
+      for (int k = 0; k < n; ++k)
+        if (!is_finite(row[k])) all_finite = false;
+    });
+    finite = team.all(all_finite);
+    return false;
+  }
+  finite = true;
   const auto& all_top = team.share(top);
   team.each([&](Slot s) {
     const auto& row = mats.M_row(s);

@@ -70,7 +70,11 @@ class CudaTeam {
   __device__ int n() const { return Shape::N > 0 ? Shape::N : n_; }
   __device__ int lane() const { return lane_; }
   __device__ bool leader() const { return lane_ == 0; }
-  __device__ void sync() const { __syncwarp(mask_); }
+  // A one-thread team needs no synchronisation: it reads only what it wrote itself (a warp-level
+  // primitive with a per-team mask costs a run-time check of the masks).
+  __device__ void sync() const {
+    if constexpr (W > 1) __syncwarp(mask_);
+  }
 
   template <class F>
   __device__ void each(F&& f) const {
@@ -101,8 +105,14 @@ class CudaTeam {
     return largest;
   }
 
+  // A butterfly of shuffles rather than __all_sync: a vote whose mask differs between the teams
+  // of a warp runs once per team in turn (32 times for W = 1), a shuffle once for the warp.
   __device__ bool all(bool ok) const {
-    return __all_sync(mask_, ok) != 0;
+    int all_ok = ok ? 1 : 0;
+#pragma unroll
+    for (int distance = W / 2; distance > 0; distance /= 2)
+      all_ok &= __shfl_xor_sync(mask_, all_ok, distance, W);
+    return all_ok != 0;
   }
 
   // One shuffle: cheaper than share() when a round finalises a single component. Every lane
@@ -321,12 +331,12 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contig
   if constexpr (fixed_n > 0) n = fixed_n;
   constexpr int vec = 16 / sizeof(Real);
   using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
-  const int nn = n * n;
-  const int total = count * nn;
+  // Unsigned index arithmetic: a signed division by a constant costs twice the instructions.
+  const unsigned un = n, nn = un * un, total = unsigned(count) * nn;
   const bool vectorised = n % vec == 0 && reinterpret_cast<std::uintptr_t>(contiguous) % 16 == 0;
   if (vectorised) {
-    for (int e = threadIdx.x * vec; e < total; e += blockDim.x * vec) {
-      const int m = e / nn, r = e - m * nn, row = r / n, col = r - row * n;
+    for (unsigned e = threadIdx.x * vec; e < total; e += blockDim.x * vec) {
+      const unsigned m = e / nn, r = e - m * nn, row = r / un, col = r - row * un;
       Real* t = tiles + m * tile_reals + row * stride + col;
       auto* c = reinterpret_cast<Vec16*>(contiguous + e);
       Real part[vec];
@@ -345,8 +355,8 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contig
       }
     }
   } else {
-    for (int e = threadIdx.x; e < total; e += blockDim.x) {
-      const int m = e / nn, r = e - m * nn, row = r / n, col = r - row * n;
+    for (unsigned e = threadIdx.x; e < total; e += blockDim.x) {
+      const unsigned m = e / nn, r = e - m * nn, row = r / un, col = r - row * un;
       Real* t = tiles + m * tile_reals + row * stride + col;
       if constexpr (to_tiles)
         *t = contiguous[e];
