@@ -9,10 +9,10 @@
 // Kernels that would hold too much per thread that way keep 4 lanes, and the float32 forward
 // runs n <= 8 in one thread too (with_team_shape).
 // A block of up to 128 threads holds 128 / W teams and works through slices of as many
-// matrices, which are contiguous in memory. The next slice's inputs are copied into a shared
-// staging area with asynchronous 16-byte copies (cp.async) while the block computes on this
-// one, so that the memory system is kept busy during the arithmetic. A slice is then moved from
-// staging into padded tiles (a matrix per team, rows padded to n + 1 so that lanes reading a row
+// matrices, which are contiguous in memory. When the driver asks for staging, the next slice's
+// inputs are copied into a shared staging area with asynchronous 16-byte copies (cp.async)
+// while the block computes on this one, so that the memory system is kept busy during the
+// arithmetic. A slice is then moved from staging (or global memory) into padded tiles (a matrix per team, rows padded to n + 1 so that lanes reading a row
 // or a column hit distinct banks; for W = 1, tiles of an odd number of words, so that the
 // threads reading the same entry of their own matrices do), each lane may take its rows and
 // columns of the first input into registers (K = 1 or W = 1; for K = 2 they stay in shared
