@@ -12,13 +12,14 @@
 // matrices, which are contiguous in memory. When the driver asks for staging, the next slice's
 // inputs are copied into a shared staging area with asynchronous 16-byte copies (cp.async)
 // while the block computes on this one, so that the memory system is kept busy during the
-// arithmetic. A slice is then moved from staging (or global memory) into padded tiles (a matrix per team, rows padded to n + 1 so that lanes reading a row
-// or a column hit distinct banks; for W = 1, tiles of an odd number of words, so that the
-// threads reading the same entry of their own matrices do), each lane may take its rows and
-// columns of the first input into registers (K = 1 or W = 1; for K = 2 they stay in shared
-// memory), the team runs the algorithm, writes its output rows into the second tile (over its
-// input in the first, when the kernel has one input), and the block stores the tiles with
-// coalesced 16-byte stores. Global memory is touched once per input and output.
+// arithmetic. A slice is then moved from staging (or global memory) into padded tiles (a matrix per
+// team, rows padded to n + 1 so that lanes reading a row or a column hit distinct banks; for W = 1,
+// tiles of an odd number of words, so that the threads reading the same entry of their own matrices
+// do), each lane may take its rows and columns of the first input into registers (K = 1 or W = 1;
+// for K = 2 they stay in shared memory), the team runs the algorithm, writes its output rows into
+// the second tile (over its input in the first, when the kernel has one input), and the block
+// stores the tiles with coalesced 16-byte stores. Global memory is touched once per input and
+// output.
 //
 // Teams exchange vectors through a small per-team buffer in shared memory (share()) and reduce
 // with xor shuffles inside their W lanes (sum()), in the canonical order of team.hpp.
