@@ -334,11 +334,14 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contig
   using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
   // Unsigned index arithmetic: a signed division by a constant costs twice the instructions.
   const unsigned un = n, nn = un * un, total = unsigned(count) * nn;
+  const auto tile_entry = [&](unsigned e) {  // entry e of the contiguous side, in its tile
+    const unsigned m = e / nn, r = e - m * nn, row = r / un, col = r - row * un;
+    return tiles + m * tile_reals + row * stride + col;
+  };
   const bool vectorised = n % vec == 0 && reinterpret_cast<std::uintptr_t>(contiguous) % 16 == 0;
   if (vectorised) {
     for (unsigned e = threadIdx.x * vec; e < total; e += blockDim.x * vec) {
-      const unsigned m = e / nn, r = e - m * nn, row = r / un, col = r - row * un;
-      Real* t = tiles + m * tile_reals + row * stride + col;
+      Real* t = tile_entry(e);
       auto* c = reinterpret_cast<Vec16*>(contiguous + e);
       Real part[vec];
       if constexpr (to_tiles) {
@@ -357,8 +360,7 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contig
     }
   } else {
     for (unsigned e = threadIdx.x; e < total; e += blockDim.x) {
-      const unsigned m = e / nn, r = e - m * nn, row = r / un, col = r - row * un;
-      Real* t = tiles + m * tile_reals + row * stride + col;
+      Real* t = tile_entry(e);
       if constexpr (to_tiles)
         *t = contiguous[e];
       else
