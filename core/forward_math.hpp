@@ -41,9 +41,8 @@ SINKGRAD_HD void sinkhorn_step(const Real* M, const Real* f_prev, Real* g, Real*
   for (int i = 0; i < n; ++i) f[i] = row_potential(M, g, n, i);
 }
 
-// Whether x[0 .. count) are all finite; x a pointer or any indexable view (a team's row).
-template <class X>
-SINKGRAD_HD bool all_finite(const X& x, int count) {
+template <class Real>
+SINKGRAD_HD bool all_finite(const Real* x, int count) {
   for (int k = 0; k < count; ++k)
     if (!is_finite(x[k])) return false;
   return true;

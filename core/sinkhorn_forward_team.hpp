@@ -88,9 +88,14 @@ SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool
     }
   });
   if (!team.all(spread_ok)) {
-    bool rows_finite = true;
-    team.each([&](Slot s) { rows_finite = rows_finite && all_finite(mats.M_row(s), n); });
-    finite = team.all(rows_finite);
+    bool all_finite = true;  // a plain loop: math::all_finite here (an early return) took the
+                             // one-thread n = 8 float32 forward from 168 to 255 registers
+    team.each([&](Slot s) {
+      const auto& row = mats.M_row(s);
+      for (int k = 0; k < n; ++k)
+        if (!is_finite(row[k])) all_finite = false;
+    });
+    finite = team.all(all_finite);
     return false;
   }
   finite = true;
