@@ -7,8 +7,11 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# Headers keep their repository layout ("core/...", "solvers/...", "kernels/...") under
-# include/sinkgrad, the INSTALL_INTERFACE include directory of the sinkgrad target.
+# The public headers (include/sinkgrad/*: sinkgrad.hpp, plugin.hpp, plugin_cuda.cuh) go to
+# include/sinkgrad; the layers they include keep their repository layout ("core/...",
+# "math/...", "backend/...", "forward/...") under include/sinkgrad too. Both include/ and
+# include/sinkgrad are INSTALL_INTERFACE include directories of the sinkgrad target; plugins
+# include only "sinkgrad/...".
 set(SINKGRAD_INSTALL_INCLUDEDIR include/sinkgrad)
 set(SINKGRAD_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/sinkgrad)
 
@@ -20,11 +23,12 @@ install(TARGETS sinkgrad EXPORT sinkgradTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/solvers
-                  ${PROJECT_SOURCE_DIR}/kernels
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/sinkgrad DESTINATION include
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/math
+                  ${PROJECT_SOURCE_DIR}/backend ${PROJECT_SOURCE_DIR}/forward
         DESTINATION ${SINKGRAD_INSTALL_INCLUDEDIR}
-        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh"
-        PATTERN "plugins" EXCLUDE)  # example plugins are projects of their own, not headers
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh")
 
 # The command-line tool, when this build has it (it loads plugins with --plugin).
 if(TARGET sinkgrad_cli)

@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "core/device_runtime.hpp"
 #include "core/error.hpp"
-#if defined(SINKGRAD_WITH_CUDA)
-#include "kernels/device_memory.hpp"
-#endif
 
 namespace sinkgrad {
 namespace {
@@ -25,58 +23,6 @@ bool all_in(MemorySpace space, const BackwardProblem<Real>& p, const BackwardRes
   return p.forward_output.space == space && p.grad_output.space == space &&
          (p.logits.data == nullptr || p.logits.space == space) && r.grad_logits.space == space;
 }
-
-#if defined(SINKGRAD_WITH_CUDA)
-// Copies of a host-resident solve in device memory: inputs uploaded, outputs downloaded.
-template <class Real>
-class StagedSolve {
- public:
-  StagedSolve(const BackwardProblem<Real>& p, const BackwardResult<Real>& r) : host_(r) {
-    const auto bytes = static_cast<std::size_t>(p.forward_output.size()) * sizeof(Real);
-    const auto batch = static_cast<std::size_t>(p.forward_output.batch);
-    problem_ = p;
-    result_ = r;
-    problem_.forward_output = upload(p.forward_output, bytes, R_);
-    problem_.grad_output = upload(p.grad_output, bytes, G_);
-    if (p.logits.data != nullptr) problem_.logits = upload(p.logits, bytes, M_);
-    grad_ = cuda::DeviceBuffer(bytes);
-    result_.grad_logits = {grad_.as<Real>(), r.grad_logits.batch, r.grad_logits.n,
-                           MemorySpace::device};
-    status_ = cuda::DeviceBuffer(batch * sizeof(SolveStatus));
-    iterations_ = cuda::DeviceBuffer(batch * sizeof(std::int32_t));
-    result_.status = status_.as<SolveStatus>();
-    result_.iterations = iterations_.as<std::int32_t>();
-    if (r.residual_history != nullptr) {
-      history_ =
-          cuda::DeviceBuffer(batch * static_cast<std::size_t>(r.history_stride) * sizeof(Real));
-      result_.residual_history = history_.as<Real>();
-      cuda::copy_to_device(history_.data(), r.residual_history, history_.bytes());  // keep tails
-    }
-  }
-  const BackwardProblem<Real>& problem() const { return problem_; }
-  const BackwardResult<Real>& result() const { return result_; }
-  void download() const {
-    cuda::copy_to_host(host_.grad_logits.data, grad_.data(), grad_.bytes());
-    cuda::copy_to_host(host_.status, status_.data(), status_.bytes());
-    cuda::copy_to_host(host_.iterations, iterations_.data(), iterations_.bytes());
-    if (host_.residual_history != nullptr)
-      cuda::copy_to_host(host_.residual_history, history_.data(), history_.bytes());
-  }
-
- private:
-  static BatchView<const Real> upload(BatchView<const Real> view, std::size_t bytes,
-                                      cuda::DeviceBuffer& buffer) {
-    buffer = cuda::DeviceBuffer(bytes);
-    cuda::copy_to_device(buffer.data(), view.data, bytes);
-    return {buffer.as<const Real>(), view.batch, view.n, MemorySpace::device};
-  }
-
-  BackwardResult<Real> host_;
-  BackwardProblem<Real> problem_;
-  BackwardResult<Real> result_;
-  cuda::DeviceBuffer M_, R_, G_, grad_, status_, iterations_, history_;
-};
-#endif
 
 }  // namespace
 
@@ -150,25 +96,21 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
     solve_cpu(problem, result);
     return;
   }
-#if defined(SINKGRAD_WITH_CUDA)
-  cuda::require_device();
+  device::require_cuda();
   const std::string what = "solver '" + name() + "' on cuda";
   if (all_in(MemorySpace::device, problem, result)) {
     solve_cuda(problem, result);
-    cuda::synchronize(what);
+    device::synchronize(what);
     return;
   }
   if (!all_in(MemorySpace::host, problem, result))
     throw Error(
         "a solve on cuda needs every batch in host memory (staged through the GPU) or every "
         "batch in device memory, not a mix");
-  const StagedSolve<Real> staged(problem, result);
-  solve_cuda(staged.problem(), staged.result());
-  cuda::synchronize(what);
-  staged.download();
-#else
-  throw Error("this build of sinkgrad has no CUDA support (rebuild with nvcc and SINKGRAD_CUDA)");
-#endif
+  device::solve_staged<Real>(
+      problem, result,
+      [this](const BackwardProblem<Real>& p, const BackwardResult<Real>& r) { solve_cuda(p, r); },
+      what);
 }
 
 template void BackwardSolver::checked_solve(const BackwardProblem<float>&,

@@ -62,7 +62,7 @@ SINKGRAD_HD double fma_of(double a, double b, double c) {
 // one approximate reciprocal and Newton steps, without the IEEE division's test and branch for
 // the out-of-range cases; in float the result has the same bits as 1/x (it is the division's
 // own fast path), in double it is within one unit in the last place. The Sinkhorn scaling
-// vectors of the linear domain never leave that range (core/sinkhorn_forward_team.hpp).
+// vectors of the linear domain never leave that range (forward/forward_team.hpp).
 SINKGRAD_HD float reciprocal_in_range(float x) {
 #if defined(__CUDA_ARCH__)
   float r;

@@ -5,11 +5,9 @@
 namespace sinkgrad {
 
 SolverRegistry& SolverRegistry::global() {
-  static SolverRegistry* registry = [] {
-    auto* r = new SolverRegistry;  // never destroyed: plugins may hold factories until exit
-    register_builtin_solvers(*r);
-    return r;
-  }();
+  // Never destroyed: plugins may hold factories until exit. The built-in solvers add
+  // themselves when the library is loaded (solvers/builtin_solvers.cpp.in).
+  static auto* registry = new SolverRegistry;
   return *registry;
 }
 

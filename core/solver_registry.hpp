@@ -15,7 +15,7 @@ class SolverRegistry {
  public:
   using Factory = std::function<std::unique_ptr<BackwardSolver>(const OptionValues&)>;
 
-  // The process-wide registry, holding the built-in solvers from first use on.
+  // The process-wide registry; the built-in solvers are in it once libsinkgrad is loaded.
   static SolverRegistry& global();
 
   // Throws Error when the name is taken or empty.
@@ -37,8 +37,5 @@ class SolverRegistry {
   };
   std::map<std::string, Entry> entries_;
 };
-
-// Adds unrolled, cg_plain, cg_corrected and direct (solvers/builtin_solvers.cpp).
-void register_builtin_solvers(SolverRegistry& registry);
 
 }  // namespace sinkgrad

@@ -1,13 +1,11 @@
 #pragma once
-// Registration functions of the built-in solvers, one per solver folder.
+// The built-in solvers (SINKGRAD_BUILTIN_SOLVERS in solvers/CMakeLists.txt). They are in
+// SolverRegistry::global() as soon as libsinkgrad is loaded; this adds them to another registry.
 
 namespace sinkgrad {
 
 class SolverRegistry;
 
-void register_unrolled(SolverRegistry& registry);
-void register_cg_plain(SolverRegistry& registry);
-void register_cg_corrected(SolverRegistry& registry);
-void register_direct(SolverRegistry& registry);
+void register_builtin_solvers(SolverRegistry& registry);
 
 }  // namespace sinkgrad

@@ -13,9 +13,9 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "core/sinkhorn_forward.hpp"
 #include "core/solver_options.hpp"
 #include "core/solver_registry.hpp"
+#include "forward/sinkhorn_forward.hpp"
 
 namespace {
 

@@ -14,10 +14,10 @@
 #include <numeric>
 #include <random>
 
-#include "core/sinkhorn_forward.hpp"
 #include "core/solver_registry.hpp"
 #include "experiments/cli/command.hpp"
 #include "experiments/cli/text_format.hpp"
+#include "forward/sinkhorn_forward.hpp"
 
 namespace sinkgrad::cli {
 namespace {

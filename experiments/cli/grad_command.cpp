@@ -11,13 +11,13 @@
 #include <map>
 #include <optional>
 
-#include "core/sinkhorn_forward.hpp"
 #include "core/solver_registry.hpp"
 #include "experiments/cli/command.hpp"
 #include "experiments/cli/interrupt_cleanup.hpp"
 #include "experiments/cli/text_format.hpp"
 #include "experiments/cli/version.hpp"
 #include "experiments/io/hdf5.hpp"
+#include "forward/sinkhorn_forward.hpp"
 
 namespace sinkgrad::cli {
 namespace {

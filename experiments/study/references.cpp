@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/sinkhorn_forward.hpp"
 #include "core/solver_registry.hpp"
 #include "experiments/study/metrics.hpp"
+#include "forward/sinkhorn_forward.hpp"
 
 namespace sinkgrad::study {
 

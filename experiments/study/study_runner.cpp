@@ -13,7 +13,6 @@
 
 #include <omp.h>
 
-#include "core/sinkhorn_forward.hpp"
 #include "core/solver_registry.hpp"
 #include "experiments/study/input_data.hpp"
 #include "experiments/study/metrics.hpp"
@@ -21,10 +20,11 @@
 #include "experiments/study/references.hpp"
 #include "experiments/study/study_log.hpp"
 #include "experiments/study/sweep.hpp"
+#include "forward/sinkhorn_forward.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include <cuda_runtime_api.h>
 
-#include "kernels/device_memory.hpp"
+#include "backend/cuda/device_memory.hpp"
 #endif
 
 namespace sinkgrad::study {

@@ -1,13 +1,13 @@
 #pragma once
-// Conjugate gradients for one small symmetric system, run by a team (core/team.hpp)
+// Conjugate gradients for one small symmetric system, run by a team (math/team.hpp)
 // on the CPU or the GPU (Eigen's loop, in the shape of PETSc's KSP: stop on
 // ||r|| <= tolerance ||b||, report why it stopped). Every dot product is a team sum in the
 // canonical order, so all lanes take the same branches and both devices give the same bits;
 // products are added with one rounding (fma_of), the same on both.
 
-#include "core/forward_math.hpp"
+#include "math/numeric.hpp"
 #include "core/status.hpp"
-#include "core/team.hpp"
+#include "math/team.hpp"
 
 namespace sinkgrad::math {
 

@@ -5,7 +5,7 @@
 // stays in range(S) and converges in at most n - 1 steps in exact arithmetic.
 
 #include "solvers/cg/cg_math.hpp"
-#include "solvers/cg/implicit_operators.hpp"
+#include "solvers/implicit/implicit_operators.hpp"
 
 namespace sinkgrad::math {
 

@@ -4,7 +4,7 @@
 // purpose: measuring that error is what the framework is for.
 
 #include "solvers/cg/cg_math.hpp"
-#include "solvers/cg/implicit_operators.hpp"
+#include "solvers/implicit/implicit_operators.hpp"
 
 namespace sinkgrad::math {
 

@@ -2,13 +2,12 @@
 // the 2n block system (solvers/cg_plain/cg_plain_math.hpp).
 
 #include "core/solver_registry.hpp"
-#include "solvers/builtin_solvers.hpp"
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_plain/cg_plain_math.hpp"
-#include "solvers/common/cpu_team_loop.hpp"
-#include "solvers/common/solver_variants.hpp"
+#include "backend/cpu/team_loop.hpp"
+#include "core/solver_variants.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
-#include "kernels/backward_kernels.hpp"
+#include "solvers/cg_plain/cg_plain_cuda.hpp"
 #endif
 
 namespace sinkgrad {

@@ -6,7 +6,7 @@
 //   plain:     beta = S^+ b through a symmetric eigendecomposition, eigenvalues with
 //              |lambda| <= n eps max|lambda| dropped; more than one dropped is a breakdown.
 
-#include "solvers/common/implicit_math.hpp"
+#include "solvers/implicit/implicit_math.hpp"
 #include "solvers/direct/dense_factorisation.hpp"
 #include "solvers/direct/schur_matrix.hpp"
 

@@ -13,12 +13,11 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 
-#include "core/cpu_batch_loop.hpp"
+#include "backend/cpu/batch_loop.hpp"
 #include "core/solver_registry.hpp"
-#include "solvers/builtin_solvers.hpp"
-#include "solvers/common/solver_variants.hpp"
+#include "core/solver_variants.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
-#include "kernels/backward_kernels.hpp"
+#include "solvers/direct/direct_cuda.hpp"
 #endif
 #include "solvers/direct/schur_matrix.hpp"
 

@@ -2,14 +2,13 @@
 // (solvers/unrolled/unrolled_team.hpp), in the log domain one matrix at a time above
 // (solvers/unrolled/unrolled_math.hpp).
 
-#include "core/cpu_batch_loop.hpp"
+#include "backend/cpu/batch_loop.hpp"
 #include "core/solver_registry.hpp"
-#include "solvers/common/cpu_team_loop.hpp"
-#include "solvers/common/solver_variants.hpp"
+#include "backend/cpu/team_loop.hpp"
+#include "core/solver_variants.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
-#include "kernels/backward_kernels.hpp"
+#include "solvers/unrolled/unrolled_cuda.hpp"
 #endif
-#include "solvers/builtin_solvers.hpp"
 #include "solvers/unrolled/unrolled_math.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
-// `unrolled` in team form (core/team.hpp): the exact derivative of the T-step forward of
-// core/sinkhorn_forward_team.hpp, run by the CPU (n <= 1024) and the GPU (n <= 64).
+// `unrolled` in team form (math/team.hpp): the exact derivative of the T-step forward of
+// forward/forward_team.hpp, run by the CPU (n <= 1024) and the GPU (n <= 64).
 //
 // Linear domain (the forward's own: X_t = diag(a_t) P diag(b_t), P = exp(M - column maxima)).
 // The forward step t computes u = P^T a_{t-1}, b_t = 1 / u, v = P b_t, a_t = 1 / v, and
@@ -22,8 +22,8 @@
 // potentials f and g) in team storage: every vector when they fit, otherwise checkpoints every
 // L steps and one recomputed segment of L steps at a time (unrolled_workspace).
 
-#include "core/sinkhorn_forward_team.hpp"
-#include "solvers/common/team_fail.hpp"
+#include "forward/forward_team.hpp"
+#include "math/team_fail.hpp"
 #include "solvers/unrolled/unrolled_math.hpp"
 
 namespace sinkgrad::math {

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "core/batch.hpp"
-#include "core/sinkhorn_forward.hpp"
 #include "core/solver_registry.hpp"
+#include "forward/sinkhorn_forward.hpp"
 
 namespace {
 

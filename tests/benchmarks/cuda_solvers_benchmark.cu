@@ -24,10 +24,14 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/check.hpp"
+#include "backend/cuda/device_memory.hpp"
 #include "core/solver_registry.hpp"
-#include "kernels/backward_kernels.hpp"
-#include "kernels/cuda_check.hpp"
-#include "kernels/device_memory.hpp"
+#include "forward/forward_cuda.hpp"
+#include "solvers/cg_corrected/cg_corrected_cuda.hpp"
+#include "solvers/cg_plain/cg_plain_cuda.hpp"
+#include "solvers/direct/direct_cuda.hpp"
+#include "solvers/unrolled/unrolled_cuda.hpp"
 
 namespace sinkgrad {
 namespace {

@@ -12,8 +12,8 @@
 #include <map>
 #include <set>
 
-#include "core/sinkhorn_forward.hpp"
 #include "core/solver_registry.hpp"
+#include "forward/sinkhorn_forward.hpp"
 #include "tests/cli/cli_test_support.hpp"
 #include "tests/support/random_inputs.hpp"
 

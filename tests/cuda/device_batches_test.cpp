@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "core/sinkhorn_forward.hpp"
+#include "forward/sinkhorn_forward.hpp"
 #include "tests/cuda/parity_support.hpp"
 
 namespace sinkgrad::testing {

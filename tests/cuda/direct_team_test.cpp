@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/team.hpp"
+#include "math/team.hpp"
 #include "solvers/direct/direct_math.hpp"
 #include "solvers/direct/direct_team.hpp"
 #include "tests/cuda/parity_support.hpp"

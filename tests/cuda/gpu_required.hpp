@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #if defined(SINKGRAD_WITH_CUDA)
-#include "kernels/device_memory.hpp"
+#include "backend/cuda/device_memory.hpp"
 #endif
 
 namespace sinkgrad::testing {

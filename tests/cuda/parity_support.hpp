@@ -24,7 +24,7 @@
 #include "tests/cuda/gpu_required.hpp"
 #include "tests/support/random_inputs.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
-#include "kernels/device_memory.hpp"
+#include "backend/cuda/device_memory.hpp"
 #endif
 
 namespace sinkgrad::testing {

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "core/sinkhorn_forward.hpp"
+#include "forward/sinkhorn_forward.hpp"
 #include "tests/support/random_inputs.hpp"
 #include "tests/support/reference_math.hpp"
 

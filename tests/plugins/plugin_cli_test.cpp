@@ -9,7 +9,7 @@
 #include <string>
 
 #if defined(SINKGRAD_WITH_CUDA)
-#include "kernels/device_memory.hpp"
+#include "backend/cuda/device_memory.hpp"
 #endif
 
 #include "core/plugin_loader.hpp"

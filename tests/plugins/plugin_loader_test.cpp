@@ -13,6 +13,7 @@
 #include "core/plugin_abi.hpp"
 #include "core/plugin_loader.hpp"
 #include "core/solver_registry.hpp"
+#include "solvers/builtin_solvers.hpp"
 
 namespace sinkgrad::testing {
 namespace {

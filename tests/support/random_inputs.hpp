@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/batch.hpp"
-#include "core/sinkhorn_forward.hpp"
+#include "forward/sinkhorn_forward.hpp"
 
 namespace sinkgrad::testing {
 

@@ -1,0 +1,27 @@
+// core/device_runtime.hpp in a build without CUDA: every call refuses.
+
+#include "core/device_runtime.hpp"
+#include "core/error.hpp"
+
+namespace sinkgrad::device {
+namespace {
+[[noreturn]] void no_cuda() {
+  throw Error("this build of sinkgrad has no CUDA support (rebuild with nvcc and SINKGRAD_CUDA)");
+}
+}  // namespace
+
+void require_cuda() { no_cuda(); }
+void synchronize(const std::string&) { no_cuda(); }
+
+template <class Real>
+void solve_staged(const BackwardProblem<Real>&, const BackwardResult<Real>&,
+                  const DeviceSolve<Real>&, const std::string&) {
+  no_cuda();
+}
+
+template void solve_staged(const BackwardProblem<float>&, const BackwardResult<float>&,
+                           const DeviceSolve<float>&, const std::string&);
+template void solve_staged(const BackwardProblem<double>&, const BackwardResult<double>&,
+                           const DeviceSolve<double>&, const std::string&);
+
+}  // namespace sinkgrad::device

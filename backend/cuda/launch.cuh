@@ -1,0 +1,224 @@
+#pragma once
+// The batch driver of the team-form algorithms: one launch of as many blocks as fit on the
+// device, each block of up to 128 threads holding 128 / W teams and working through slices of
+// as many matrices, which are contiguous in memory. A slice is moved (staged ahead when the
+// driver asks, staging.cuh) into padded tiles (tiles.cuh), each lane may take its rows and
+// columns of the first input into registers, the team runs the algorithm, writes its output
+// rows into the second tile (over its input in the first, when the kernel has one input), and
+// the block stores the tiles with coalesced 16-byte stores. Global memory is touched once per
+// input and output.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "backend/cuda/check.hpp"
+#include "backend/cuda/staging.cuh"
+#include "backend/cuda/staging_policy.hpp"
+#include "backend/cuda/team.cuh"
+#include "backend/cuda/tiles.cuh"
+#include "core/backward_problem.hpp"
+#include "core/error.hpp"
+
+namespace sinkgrad::cuda {
+
+// The residual history row of matrix b, or null when none is recorded.
+template <class Real>
+__device__ Real* history_row(const BackwardResult<Real>& result, index_t b) {
+  return result.residual_history != nullptr ? result.residual_history + b * result.history_stride
+                                            : nullptr;
+}
+
+namespace detail {
+
+// One team per matrix; each block works through the slices of `teams` matrices blockIdx.x,
+// blockIdx.x + gridDim.x, ... and, when staged, stages the next slice's inputs while it computes
+// on this one (otherwise it reads each slice from global memory when it gets to it).
+// in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0 (the body writes
+// its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
+// it when status is not null. Each team gets storage_reals (a multiple of 4) of scratch,
+// team.storage().
+template <class Real, class Shape, class Body>
+__global__ void __launch_bounds__(team_block_threads)
+    team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
+                std::int32_t* iterations, index_t batch, int n, int storage_reals, bool staged,
+                Body body) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  constexpr int W = Shape::W;
+  if constexpr (Shape::N > 0) n = Shape::N;
+  const int teams = blockDim.x / W;
+  const TeamLayout<Shape> layout(n, storage_reals, in1 != nullptr, staged);
+  const int stride = layout.stride;
+  const int tile_reals = layout.tile_reals;
+  // Layout: exchange buffers of every team, storage, tiles 0, tiles 1, then the staging of
+  // each input (everything 16-byte aligned but the tiles, whose total is rounded up).
+  Real* exchange = reinterpret_cast<Real*>(shared_bytes);
+  Real* storage = exchange + teams * layout.exchange_reals;
+  Real* tiles0 = storage + teams * storage_reals;
+  Real* tiles1 = in1 != nullptr ? tiles0 + teams * tile_reals : tiles0;
+  Real* staging0 = tiles0 + layout.tiles_total(teams);
+  Real* staging1 = staging0 + layout.staging_reals(teams);
+  const index_t slices = (batch + teams - 1) / teams;
+  const index_t nn = index_t(n) * n;
+  const auto slice_size = [&](index_t slice) {
+    return static_cast<int>(batch - slice * teams < teams ? batch - slice * teams : teams);
+  };
+  const auto stage = [&](index_t slice) {
+    const int total = slice_size(slice) * static_cast<int>(nn);
+    stage_async(staging0, in0 + slice * teams * nn, total);
+    if (in1 != nullptr) stage_async(staging1, in1 + slice * teams * nn, total);
+  };
+
+  const int team_index = threadIdx.x / W;
+  const int lane = threadIdx.x % W;
+  const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << ((threadIdx.x % 32) / W * W);
+  index_t slice = blockIdx.x;
+  if (slice >= slices) return;
+  if (staged) stage(slice);
+  while (true) {
+    const int count = slice_size(slice);
+    Real* from0 = const_cast<Real*>(in0) + slice * teams * nn;
+    Real* from1 = in1 != nullptr ? const_cast<Real*>(in1) + slice * teams * nn : nullptr;
+    if (staged) {
+      __pipeline_wait_prior(0);
+      from0 = staging0;
+      from1 = staging1;
+    }
+    __syncthreads();  // the staged slice has landed; the last slice's tiles are stored
+    copy_tiles<Real, true, Shape::N>(tiles0, tile_reals, stride, from0, count, n);
+    if (in1 != nullptr)
+      copy_tiles<Real, true, Shape::N>(tiles1, tile_reals, stride, from1, count, n);
+    __syncthreads();  // tiles complete, staging free
+    const index_t next = slice + gridDim.x;
+    if (staged && next < slices) stage(next);
+
+    if (team_index < count) {
+      CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * layout.exchange_reals,
+                                 storage + team_index * storage_reals);
+      const index_t b = slice * teams + team_index;
+      const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
+                                         Tile<Real>{tiles1 + team_index * tile_reals, stride}, b);
+      if (status != nullptr && team.leader()) {
+        status[b] = outcome.status;
+        iterations[b] = outcome.iterations;
+      }
+    }
+    __syncthreads();
+    copy_tiles<Real, false, Shape::N>(tiles1, tile_reals, stride, out + slice * teams * nn, count,
+                                      n);
+    if (next >= slices) break;
+    slice = next;
+  }
+}
+
+template <class Shape>
+std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inputs, bool staged,
+                              std::size_t real_size) {
+  return real_size * TeamLayout<Shape>(n, storage_reals, two_inputs, staged).block_reals(teams);
+}
+
+}  // namespace detail
+
+// Runs body on every matrix of a batch (device pointers, row-major [B][n][n]) with
+// storage_reals of team storage, in one launch of as many blocks as fit on the device at once.
+// Shape must match n (with_team_shape); throws Error when a team's tiles and storage exceed a
+// block's shared memory.
+template <class Real, class Shape, class Body>
+void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
+                  std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
+                  int storage_reals = 0) {
+  if (batch <= 0) return;
+  storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
+  auto kernel = &detail::team_kernel<Real, Shape, Body>;
+  const bool staged = detail::staging_or_override(staging) == Staging::on;
+  int device = 0;
+  SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
+  int limit = 0;
+  SINKGRAD_CUDA_CHECK(
+      cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  int teams = detail::team_block_threads / Shape::W;
+  const bool two_inputs = in1 != nullptr;
+  const auto shared_bytes = [&](int teams) {
+    return detail::team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs, staged,
+                                            sizeof(Real));
+  };
+  while (teams > 1 && shared_bytes(teams) > std::size_t(limit) / 2) teams /= 2;
+  const std::size_t bytes = shared_bytes(teams);
+  if (bytes > std::size_t(limit))
+    throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
+                " bytes of shared memory per matrix, more than a CUDA block has");
+  if (bytes > 48 * 1024)
+    SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(bytes)));
+  // As many blocks as stay resident at once, each working through its share of the slices
+  // (so that every block has a next slice to stage while it computes).
+  int per_multiprocessor = 0, multiprocessors = 0;
+  SINKGRAD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
+                                                                    teams * Shape::W, bytes));
+  SINKGRAD_CUDA_CHECK(
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const index_t slices = (batch + teams - 1) / teams;
+  const index_t resident =
+      index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessors;
+  const index_t blocks = slices < resident ? slices : resident;
+  kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes>>>(
+      in0, in1, out, status, iterations, batch, n, storage_reals, staged, body);
+  SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
+}
+
+// How a kernel lays out the smallest matrices. one_thread: n <= 4 in one thread (the shape
+// team_width gives). four_lanes: n <= 4 on four lanes, each owning a row, for the kernels whose
+// one-thread form holds too much per thread (the unrolled replay's tape, float64 registers);
+// the result is the same up to the order of its sums. one_thread_to_8: n <= 8 in one thread
+// too, for kernels that keep little more than the matrix itself in registers (the float32
+// forward: 64 entries of P), where a team of 8 lanes spends most of its issue slots on its
+// exchanges.
+enum class SmallMatrices { one_thread, four_lanes, one_thread_to_8 };
+
+// Calls launch(TeamShape<W, K, N>{}) with the shape team_width(n) gives, or the one `small`
+// asks for; n <= max_team_n.
+template <SmallMatrices small = SmallMatrices::one_thread, class Launch>
+void with_team_shape(int n, Launch&& launch) {
+  if constexpr (small == SmallMatrices::one_thread_to_8) {
+    if (n > 4 && n <= 8) {
+      if (n == 8)
+        launch(TeamShape<1, 8, 8>{});
+      else
+        launch(TeamShape<1, 8>{});
+      return;
+    }
+  }
+  if (n <= 4) {
+    if constexpr (small == SmallMatrices::four_lanes) {
+      if (n == 4)
+        launch(TeamShape<4, 1, 4>{});
+      else
+        launch(TeamShape<4, 1>{});
+    } else {
+      if (n == 4)
+        launch(TeamShape<1, 4, 4>{});
+      else
+        launch(TeamShape<1, 4>{});
+    }
+  } else if (n == 8)
+    launch(TeamShape<8, 1, 8>{});
+  else if (n < 8)
+    launch(TeamShape<8, 1>{});
+  else if (n == 16)
+    launch(TeamShape<16, 1, 16>{});
+  else if (n < 16)
+    launch(TeamShape<16, 1>{});
+  else if (n == 32)
+    launch(TeamShape<32, 1, 32>{});
+  else if (n < 32)
+    launch(TeamShape<32, 1>{});
+  else if (n <= math::max_team_n)
+    launch(TeamShape<32, 2>{});
+  else
+    throw Error("n = " + std::to_string(n) + " is above the " + std::to_string(math::max_team_n) +
+                " that the CUDA variants support");
+}
+
+}  // namespace sinkgrad::cuda

@@ -1,0 +1,77 @@
+#pragma once
+// Moving a block's slice of matrices: asynchronous 16-byte copies (cp.async) of the next
+// slice's inputs into a shared staging area while the block computes on this one, so that the
+// memory system is kept busy during the arithmetic; and the moves between contiguous storage
+// (staging or global memory) and the padded tiles, with coalesced 16-byte accesses.
+
+#include <cuda_pipeline.h>
+
+#include <cstdint>
+
+namespace sinkgrad::cuda::detail {
+
+// Starts copying count * n^2 Reals of a contiguous batch slice from global memory into
+// staging (16-byte aligned) without waiting for them (cp.async: the copy lands while the
+// block computes on the previous slice); 16-byte copies when the slice is aligned.
+template <class Real>
+__device__ void stage_async(Real* staging, const Real* global, int total) {
+  constexpr int vec = 16 / sizeof(Real);
+  int done = 0;
+  if (reinterpret_cast<std::uintptr_t>(global) % 16 == 0) {
+    done = total / vec * vec;
+    for (int e = threadIdx.x * vec; e < done; e += blockDim.x * vec)
+      __pipeline_memcpy_async(staging + e, global + e, 16);
+  }
+  for (int e = done + threadIdx.x; e < total; e += blockDim.x)
+    __pipeline_memcpy_async(staging + e, global + e, sizeof(Real));
+  __pipeline_commit();
+}
+
+// Moves count matrices between contiguous n x n storage (shared staging, or global memory) and
+// padded tiles (tile m starts at tiles + m * tile_reals), with 16-byte accesses to the
+// contiguous side when n allows. to_tiles: contiguous -> tiles, else tiles -> contiguous
+// (streaming stores: the output is not read again).
+template <class Real, bool to_tiles, int fixed_n>
+__device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contiguous, int count,
+                           int n) {
+  if constexpr (fixed_n > 0) n = fixed_n;
+  constexpr int vec = 16 / sizeof(Real);
+  using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
+  // Unsigned index arithmetic: a signed division by a constant costs twice the instructions.
+  const unsigned un = n, nn = un * un, total = unsigned(count) * nn;
+  const auto tile_entry = [&](unsigned e) {  // entry e of the contiguous side, in its tile
+    const unsigned m = e / nn, r = e - m * nn, row = r / un, col = r - row * un;
+    return tiles + m * tile_reals + row * stride + col;
+  };
+  const bool vectorised = n % vec == 0 && reinterpret_cast<std::uintptr_t>(contiguous) % 16 == 0;
+  if (vectorised) {
+    for (unsigned e = threadIdx.x * vec; e < total; e += blockDim.x * vec) {
+      Real* t = tile_entry(e);
+      auto* c = reinterpret_cast<Vec16*>(contiguous + e);
+      Real part[vec];
+      if constexpr (to_tiles) {
+        const Vec16 v = *c;
+        static_assert(sizeof(Vec16) == sizeof(part));
+        memcpy(part, &v, sizeof(v));
+#pragma unroll
+        for (int q = 0; q < vec; ++q) t[q] = part[q];
+      } else {
+#pragma unroll
+        for (int q = 0; q < vec; ++q) part[q] = t[q];
+        Vec16 v;
+        memcpy(&v, part, sizeof(v));
+        __stcs(c, v);
+      }
+    }
+  } else {
+    for (unsigned e = threadIdx.x; e < total; e += blockDim.x) {
+      Real* t = tile_entry(e);
+      if constexpr (to_tiles)
+        *t = contiguous[e];
+      else
+        __stcs(contiguous + e, *t);
+    }
+  }
+}
+
+}  // namespace sinkgrad::cuda::detail

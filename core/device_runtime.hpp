@@ -1,0 +1,30 @@
+#pragma once
+// What the interfaces of core/ need from a GPU, without including a backend: whether a device
+// is usable, a solve of host-resident batches run on device copies, and waiting for the device.
+// backend/cuda/runtime.cpp implements it in builds with CUDA; backend/cpu/no_device_runtime.cpp
+// (every call refuses with a message saying so) in builds without.
+
+#include <functional>
+#include <string>
+
+#include "core/backward_problem.hpp"
+
+namespace sinkgrad::device {
+
+// Throws Error when no CUDA device is usable (or the build has no CUDA).
+void require_cuda();
+
+// Waits for all work on the device and throws Error naming `what` if any of it failed.
+void synchronize(const std::string& what);
+
+template <class Real>
+using DeviceSolve = std::function<void(const BackwardProblem<Real>&, const BackwardResult<Real>&)>;
+
+// Uploads the host batches of problem (and the residual history rows, whose tails are kept),
+// runs solve on device copies, waits for it and downloads the gradient, status, iterations and
+// history into result.
+template <class Real>
+void solve_staged(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                  const DeviceSolve<Real>& solve, const std::string& what);
+
+}  // namespace sinkgrad::device

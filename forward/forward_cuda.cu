@@ -1,0 +1,94 @@
+// CUDA batch driver of the Sinkhorn forward: for n <= 64 the team form of
+// forward/forward_team.hpp (one team of lanes per matrix, backend/cuda/launch.cuh), above
+// that the log-domain loop of forward/log_domain.hpp, one thread per matrix.
+
+#include "forward/log_domain.hpp"
+#include "forward/forward_team.hpp"
+#include "forward/forward_cuda.hpp"
+#include "backend/cuda/launch.cuh"
+#include "backend/cuda/per_matrix_launch.cuh"
+
+namespace sinkgrad::cuda {
+namespace {
+
+// The logits read from their tile (only the set-up of the linear domain and the log-domain
+// fallback read them, so registers are left to P); R written over them in place (the forward
+// writes R only after the team's last read of M).
+template <class Real>
+struct ForwardTileMatrices {
+  Tile<Real> M_tile, R_tile;
+  __device__ math::StridedView<Real> M_row(math::Slot s) const { return M_tile.row(s.i); }
+  __device__ math::StridedView<Real> M_col(math::Slot s) const { return M_tile.col(s.i); }
+  __device__ math::StridedView<Real> R_row(math::Slot s) const { return R_tile.row(s.i); }
+  __device__ math::StridedView<Real> R_col(math::Slot s) const { return R_tile.col(s.i); }
+};
+
+template <class Real, class Shape>
+struct ForwardTeam {
+  int iterations;
+  Real* column_violation;
+  unsigned long long* invalid_count;
+  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> R,
+                                      index_t b) const {
+    const ForwardTileMatrices<Real> mats{M, R};
+    const auto outcome = math::sinkhorn_forward_team<Real>(team, mats, iterations);
+    if (team.leader()) {
+      if (!outcome.finite && invalid_count != nullptr) atomicAdd(invalid_count, 1ULL);
+      if (column_violation != nullptr) column_violation[b] = outcome.violation;
+    }
+    return {};
+  }
+};
+
+template <class Real>
+__global__ void forward_kernel(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                               Real* column_violation, unsigned long long* invalid_count,
+                               std::size_t stride) {
+  extern __shared__ __align__(16) unsigned char shared_workspace[];
+  Real* work = reinterpret_cast<Real*>(shared_workspace) + threadIdx.x * stride;
+  const int n = logits.n;
+  const index_t step = index_t(gridDim.x) * blockDim.x;
+  for (index_t b = index_t(blockIdx.x) * blockDim.x + threadIdx.x; b < logits.batch; b += step) {
+    const bool ok =
+        math::sinkhorn_forward_matrix(logits.matrix(b), n, iterations, R.matrix(b), work);
+    if (!ok && invalid_count != nullptr) atomicAdd(invalid_count, 1ULL);
+    if (column_violation != nullptr)
+      column_violation[b] = ok ? math::column_violation(R.matrix(b), n) : math::quiet_nan<Real>();
+  }
+}
+
+}  // namespace
+
+template <class Real>
+void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                      Real* column_violation, unsigned long long* invalid_count) {
+  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
+  if (logits.batch != R.batch || logits.n != R.n)
+    throw Error("forward: logits and R must have the same shape");
+  if (logits.batch == 0) return;
+  if (logits.n <= math::max_team_n) {
+    constexpr SmallMatrices small =
+        sizeof(Real) == 8 ? SmallMatrices::four_lanes : SmallMatrices::one_thread_to_8;
+    with_team_shape<small>(logits.n, [&](auto shape) {
+      using Shape = decltype(shape);
+      launch_teams<Real, Shape>(
+          logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
+          ForwardTeam<Real, Shape>{iterations, column_violation, invalid_count}, Staging::on);
+    });
+    return;
+  }
+  const std::size_t stride = detail::padded_workspace(2 * static_cast<std::size_t>(logits.n));
+  auto kernel = &forward_kernel<Real>;
+  const detail::LaunchShape shape =
+      detail::plan_launch(kernel, logits.batch, stride * sizeof(Real));
+  kernel<<<shape.blocks, shape.threads, shape.shared_bytes>>>(
+      logits, iterations, R, column_violation, invalid_count, stride);
+  SINKGRAD_CUDA_CHECK_LAUNCH("the Sinkhorn forward kernel");
+}
+
+template void sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*,
+                               unsigned long long*);
+template void sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*,
+                               unsigned long long*);
+
+}  // namespace sinkgrad::cuda

@@ -1,0 +1,111 @@
+#include "forward/sinkhorn_forward.hpp"
+
+#include <vector>
+
+#include "forward/log_domain.hpp"
+#include "forward/forward_team.hpp"
+#if defined(SINKGRAD_WITH_CUDA)
+#include "forward/forward_cuda.hpp"
+#include "backend/cuda/device_memory.hpp"
+#endif
+
+namespace sinkgrad {
+namespace {
+
+// The logits and R of one matrix, row-major n x n, as the team-form forward reads them.
+template <class Real>
+struct CpuForwardMatrices {
+  const Real* M;
+  Real* R;
+  int n;
+  math::StridedView<const Real> M_row(math::Slot s) const { return {M + s.i * n, 1}; }
+  math::StridedView<const Real> M_col(math::Slot s) const { return {M + s.i, n}; }
+  math::StridedView<Real> R_row(math::Slot s) const { return {R + s.i * n, 1}; }
+  math::StridedView<const Real> R_col(math::Slot s) const { return {R + s.i, n}; }
+};
+
+}  // namespace
+
+template <class Real>
+index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                         Real* column_violation) {
+  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
+  if (logits.batch != R.batch || logits.n != R.n)
+    throw Error("forward: logits and R must have the same shape");
+  if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
+    throw Error("forward on the cpu needs host memory");
+  const int n = logits.n;
+  index_t invalid = 0;
+#pragma omp parallel reduction(+ : invalid)
+  {
+    // n <= 64: the team form the CUDA variant runs too; above, the log-domain loop.
+    const bool team_form = n <= math::max_team_n;
+    std::vector<Real> work(team_form ? 3 * static_cast<std::size_t>(n) * n : 2 * std::size_t(n));
+#pragma omp for schedule(static)
+    for (index_t b = 0; b < logits.batch; ++b) {
+      bool ok = false;
+      Real violation = 0;
+      if (team_form) {
+        const math::CpuTeam<Real> team(n, work.data());
+        const auto outcome = math::sinkhorn_forward_team<Real>(
+            team, CpuForwardMatrices<Real>{logits.matrix(b), R.matrix(b), n}, iterations);
+        ok = outcome.finite;
+        violation = outcome.violation;
+      } else {
+        ok = math::sinkhorn_forward_matrix(logits.matrix(b), n, iterations, R.matrix(b),
+                                           work.data());
+        violation = ok ? math::column_violation(R.matrix(b), n) : math::quiet_nan<Real>();
+      }
+      if (!ok) ++invalid;
+      if (column_violation != nullptr) column_violation[b] = violation;
+    }
+  }
+  return invalid;
+}
+
+template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*);
+template index_t sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*);
+
+template <class Real>
+index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                         Real* column_violation, Device device) {
+  if (device == Device::cpu) return sinkhorn_forward(logits, iterations, R, column_violation);
+#if defined(SINKGRAD_WITH_CUDA)
+  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
+  if (logits.batch != R.batch || logits.n != R.n)
+    throw Error("forward: logits and R must have the same shape");
+  if (logits.space != R.space)
+    throw Error("forward on cuda needs logits and R both in host memory or both in device memory");
+  cuda::require_device();
+  if (logits.batch == 0) return 0;
+  cuda::DeviceBuffer counter(sizeof(unsigned long long));
+  cuda::fill_bytes(counter.data(), 0, counter.bytes());
+  auto* invalid = counter.as<unsigned long long>();
+  if (logits.space == MemorySpace::device) {
+    cuda::sinkhorn_forward(logits, iterations, R, column_violation, invalid);
+  } else {
+    const auto bytes = static_cast<std::size_t>(logits.size()) * sizeof(Real);
+    const auto cv_bytes = static_cast<std::size_t>(logits.batch) * sizeof(Real);
+    cuda::DeviceBuffer M(bytes), out(bytes), cv(column_violation != nullptr ? cv_bytes : 0);
+    cuda::copy_to_device(M.data(), logits.data, bytes);
+    cuda::sinkhorn_forward<Real>({M.as<const Real>(), logits.batch, logits.n, MemorySpace::device},
+                                 iterations, {out.as<Real>(), R.batch, R.n, MemorySpace::device},
+                                 cv.as<Real>(), invalid);
+    cuda::synchronize("the Sinkhorn forward on cuda");
+    cuda::copy_to_host(R.data, out.data(), bytes);
+    if (column_violation != nullptr) cuda::copy_to_host(column_violation, cv.data(), cv_bytes);
+  }
+  cuda::synchronize("the Sinkhorn forward on cuda");
+  unsigned long long count = 0;
+  cuda::copy_to_host(&count, invalid, sizeof(count));
+  return static_cast<index_t>(count);
+#else
+  (void)logits, (void)iterations, (void)R, (void)column_violation;
+  throw Error("this build of sinkgrad has no CUDA support (rebuild with nvcc and SINKGRAD_CUDA)");
+#endif
+}
+
+template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*, Device);
+template index_t sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*, Device);
+
+}  // namespace sinkgrad

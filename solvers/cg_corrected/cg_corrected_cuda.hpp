@@ -1,0 +1,18 @@
+#pragma once
+// The CUDA batch driver of `cg_corrected` (solvers/cg_corrected/cg_corrected_math.hpp, one
+// team of lanes per matrix), for float and double, n <= 64.
+// Every pointer and view is CUDA device memory. The call launches on the legacy default stream
+// and returns without waiting: launch errors throw sinkgrad::Error at once, errors while the
+// kernel runs surface at the next checked synchronising call (cuda::synchronize). Compiled only
+// when the build has CUDA (SINKGRAD_WITH_CUDA).
+
+#include "core/backward_problem.hpp"
+#include "solvers/cg/cg_math.hpp"
+
+namespace sinkgrad::cuda {
+
+template <class Real>
+void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                  math::CgSettings<Real> settings);
+
+}  // namespace sinkgrad::cuda

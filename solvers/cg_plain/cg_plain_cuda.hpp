@@ -1,0 +1,19 @@
+#pragma once
+// The CUDA batch driver of `cg_plain` (solvers/cg_plain/cg_plain_math.hpp, one team of lanes
+// per matrix), for float and double, n <= 64.
+// Every pointer and view is CUDA device memory. The call launches on the legacy default stream
+// and returns without waiting: launch errors throw sinkgrad::Error at once, errors while the
+// kernel runs surface at the next checked synchronising call (cuda::synchronize). Compiled only
+// when the build has CUDA (SINKGRAD_WITH_CUDA).
+
+#include "core/backward_problem.hpp"
+#include "solvers/cg/cg_math.hpp"
+#include "solvers/cg_plain/cg_plain_math.hpp"
+
+namespace sinkgrad::cuda {
+
+template <class Real>
+void cg_plain(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+              math::PlainSystem system, math::CgSettings<Real> settings);
+
+}  // namespace sinkgrad::cuda

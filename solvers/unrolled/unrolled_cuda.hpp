@@ -1,0 +1,19 @@
+#pragma once
+// The CUDA batch driver of `unrolled`, for float and double, every n >= 1.
+// Every pointer and view is CUDA device memory. The call launches on the legacy default stream
+// and returns without waiting: launch errors throw sinkgrad::Error at once, errors while the
+// kernel runs surface at the next checked synchronising call (cuda::synchronize). Compiled only
+// when the build has CUDA (SINKGRAD_WITH_CUDA).
+
+#include "core/backward_problem.hpp"
+
+namespace sinkgrad::cuda {
+
+// n <= 64: one team of lanes per matrix (solvers/unrolled/unrolled_team.hpp), the replay's
+// tape in shared memory, checkpointed when T > 23; above, one thread per matrix
+// (unrolled_math.hpp). Throws Error when T is so large that even the smallest checkpointed tape
+// exceeds a block's shared memory.
+template <class Real>
+void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result);
+
+}  // namespace sinkgrad::cuda
