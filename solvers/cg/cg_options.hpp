@@ -37,4 +37,10 @@ math::CgSettings<Real> cg_settings(const OptionValues& options, int auto_iterati
   return settings;
 }
 
+// Entries of a matrix's residual history: the initial residual and one per iteration (the
+// iteration count does not depend on the precision).
+inline int cg_history_length(const OptionValues& options, int auto_iterations) {
+  return cg_settings<double>(options, auto_iterations).max_iterations + 1;
+}
+
 }  // namespace sinkgrad

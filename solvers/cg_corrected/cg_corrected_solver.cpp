@@ -1,11 +1,11 @@
 // `cg_corrected`: implicit gradient of the corrected system built from the actual marginals,
 // by CG (solvers/cg_corrected/cg_corrected_math.hpp).
 
+#include "backend/cpu/team_loop.hpp"
 #include "core/solver_registry.hpp"
+#include "core/solver_variants.hpp"
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_corrected/cg_corrected_math.hpp"
-#include "backend/cpu/team_loop.hpp"
-#include "core/solver_variants.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/cg_corrected/cg_corrected_cuda.hpp"
 #endif
@@ -20,11 +20,8 @@ class CgCorrectedSolver : public SolverVariants<CgCorrectedSolver> {
   // auto: 2n; n - 1 suffice in exact arithmetic, the rest absorbs rounding.
   static int auto_iterations(int n) { return 2 * n; }
 
-  int history_length(int n, Precision precision) const override {
-    return (precision == Precision::float32
-                ? cg_settings<float>(options(), auto_iterations(n)).max_iterations
-                : cg_settings<double>(options(), auto_iterations(n)).max_iterations) +
-           1;
+  int history_length(int n, Precision /*precision*/) const override {
+    return cg_history_length(options(), auto_iterations(n));
   }
 
   template <class Real>

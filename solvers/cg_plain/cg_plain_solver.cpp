@@ -1,11 +1,11 @@
 // `cg_plain`: implicit gradient assuming r = c = 1, by CG on the n x n Schur complement or on
 // the 2n block system (solvers/cg_plain/cg_plain_math.hpp).
 
+#include "backend/cpu/team_loop.hpp"
 #include "core/solver_registry.hpp"
+#include "core/solver_variants.hpp"
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_plain/cg_plain_math.hpp"
-#include "backend/cpu/team_loop.hpp"
-#include "core/solver_variants.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
 #endif
@@ -23,11 +23,8 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
   // auto: twice the system size, room for CG's loss of orthogonality in floating point.
   int auto_iterations(int n) const { return system_ == math::PlainSystem::schur ? 2 * n : 4 * n; }
 
-  int history_length(int n, Precision precision) const override {
-    return (precision == Precision::float32
-                ? cg_settings<float>(options(), auto_iterations(n)).max_iterations
-                : cg_settings<double>(options(), auto_iterations(n)).max_iterations) +
-           1;
+  int history_length(int n, Precision /*precision*/) const override {
+    return cg_history_length(options(), auto_iterations(n));
   }
 
   template <class Real>
