@@ -6,16 +6,21 @@
 Writes PNG files into DIR (default: the log's directory), named after the log, and prints
 their paths, one per line:
 
-  <log>_error_vs_T_unrolled.png    median per-matrix relative error of dL/dM against the exact
-                                   gradient of the T-step forward, per solver, against T
+  <log>_error_vs_T_unrolled.png    per-matrix relative error of dL/dM against the exact
+                                   gradient of the T-step forward, per solver, against T:
+                                   median (line), median to p95 (band), max (thin line); a red
+                                   ring marks a point where some matrices were not solved ok
   <log>_error_vs_T_converged.png   the same against the gradient at the converged forward
+  <log>_status.png                 fraction of matrices whose status is not ok, per solver
   <log>_cg_<solver>_<logits>.png   CG convergence: relative residual and the error of every
                                    iterate against both references, per CG iteration
-  <log>_time_vs_error.png          solve time per matrix against the error
+  <log>_time_vs_error.png          solve time per matrix against the error, lines in T order
+                                   labelled with their first and last T
 
-Panels: one row per logit distribution, one column per matrix size n. A series is a solver
-with its options (and precision and device when the log has several). Several seeds are
-averaged. The log's schema is in docs/experiments.md.
+Panels: one per (logit distribution, n) that the log holds. A series is a solver with its
+options (and precision and device when the log has several). Several seeds are averaged. Each
+figure is stamped with --stamp (default: the log's tool version and date). The log's schema is
+in docs/experiments.md.
 
 Needs numpy, h5py and matplotlib (Debian: python3-numpy python3-h5py python3-matplotlib).
 """
@@ -36,8 +41,8 @@ def _import_or_reexec():
     except ImportError as error:
         system = "/usr/bin/python3"
         if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system) \
-                and not os.environ.get("SINKGRAD_PLOT_REEXEC"):
-            os.environ["SINKGRAD_PLOT_REEXEC"] = "1"
+                and not os.environ.get("SINKGRAD_PYTHON_REEXEC"):
+            os.environ["SINKGRAD_PYTHON_REEXEC"] = "1"
             os.execv(system, [system] + sys.argv)
         sys.exit(f"plot.py: {error}; install python3-numpy python3-h5py python3-matplotlib")
 
@@ -48,6 +53,7 @@ import h5py  # noqa: E402
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
+import matplotlib.patches  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
@@ -72,6 +78,8 @@ def load_runs(path):
         if text(log.attrs.get("schema", "")) != "sinkgrad-study-log":
             raise SystemExit(f"plot.py: {path} is not a sinkgrad study log")
         study = text(log.attrs.get("study_name", "")) or os.path.splitext(os.path.basename(path))[0]
+        made = (f"sinkgrad {text(log.attrs.get('tool_version', '?'))}, "
+                f"{text(log.attrs.get('started', ''))[:10]}")
         for name, group in log["runs"].items():
             a = group.attrs
             if int(a.get("complete", 0)) != 1:
@@ -88,6 +96,8 @@ def load_runs(path):
             for ref, (group_name, _) in REFERENCES.items():
                 run["err_" + ref] = float(group[group_name].attrs["frobenius_median"])
                 run["p95_" + ref] = float(group[group_name].attrs["frobenius_p95"])
+                run["max_" + ref] = float(group[group_name].attrs["frobenius_max"])
+            run["not_ok"] = 1.0 - run["status"][0] / max(1, run["batch"])
             if "convergence" in group:
                 c = group["convergence"]
                 run["residual"] = c["relative_residual_median"][:]
@@ -97,7 +107,7 @@ def load_runs(path):
             runs.append(run)
     if not runs:
         raise SystemExit(f"plot.py: {path} holds no finished run")
-    return study, runs
+    return study, made, runs
 
 
 def parse_options(options):
@@ -145,10 +155,36 @@ def facets(runs):
     return rows, cols
 
 
+def logits_name(source):
+    """'file(../data/logits.h5, mhc_like_n4)' -> 'mhc_like_n4 (logits.h5)'; generated
+    distributions keep their spelling."""
+    match = re.fullmatch(r"file\((.*),\s*([^,]+)\)", source)
+    if match:
+        return f"{match.group(2).strip()} ({os.path.basename(match.group(1).strip())})"
+    return source
+
+
+def logits_slug(source):
+    """File name part: the dataset of a file source, else the spelling ('uniform_0_4')."""
+    match = re.fullmatch(r"file\((.*),\s*([^,]+)\)", source)
+    return slug(match.group(2).strip() if match else source)
+
+
+def panels(runs):
+    """The (logits, n) pairs the log holds, in a grid without empty cells: one row per logit
+    distribution when every one has the same sizes, else wrapped three to a row."""
+    pairs = sorted({(r["logits"], r["n"]) for r in runs}, key=lambda p: (natural(p[0]), p[1]))
+    rows, cols = facets(runs)
+    if len(pairs) == len(rows) * len(cols):
+        return pairs, len(rows), len(cols)
+    ncols = min(3, len(pairs))
+    return pairs, (len(pairs) + ncols - 1) // ncols, ncols
+
+
 def family_label(label):
     """The label without its numeric options: 'cg_plain (max_iterations=4 schur)' ->
     'cg_plain (schur)'."""
-    out = re.sub(r"\s*\w+=-?[\d.e+-]+", "", label)
+    out = re.sub(r"\s*\w+=(?:-?[\d.e+-]+|auto)\b", "", label)
     return out.replace(" ()", "").replace("( ", "(")
 
 
@@ -179,21 +215,27 @@ def styles(labels):
     return out
 
 
-def grid(rows, cols, title, ylabel, xlabel, width=4.2, height=3.4, sharey=True):
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=(width * len(cols) + 0.6, height * len(rows) + 0.9),
-                             squeeze=False, sharex=True, sharey=sharey)
+def grid(pairs, nrows, ncols, title, ylabel, xlabel, width=4.2, height=3.4):
+    """One panel per (logits, n) pair; cells past the last pair are removed."""
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols + 0.6, height * nrows + 0.9),
+                             squeeze=False, sharey=True)
     fig.suptitle(title, fontsize=13)
-    for i, row in enumerate(rows):
-        for j, col in enumerate(cols):
-            ax = axes[i][j]
-            ax.set_title(f"logits {row},  n = {col}", fontsize=10)
-            ax.grid(True, which="major", alpha=0.35)
-            ax.grid(True, which="minor", alpha=0.12)
-            if i == len(rows) - 1:
-                ax.set_xlabel(xlabel)
-            if j == 0:
-                ax.set_ylabel(ylabel)
-    return fig, axes
+    for k, ax in enumerate(axes.flat):
+        if k >= len(pairs):
+            fig.delaxes(ax)
+            continue
+        logits, n = pairs[k]
+        ax.set_title(f"logits {logits_name(logits)},  n = {n}", fontsize=10)
+        ax.grid(True, which="major", alpha=0.35)
+        ax.grid(True, which="minor", alpha=0.12)
+        ax.set_xlabel(xlabel)
+        if k % ncols == 0:
+            ax.set_ylabel(ylabel)
+    return fig, [ax for k, ax in enumerate(axes.flat) if k < len(pairs)]
+
+
+def stamp(fig, made):
+    fig.text(0.995, 0.002, made, ha="right", va="bottom", fontsize=7, color="0.4")
 
 
 def finish(fig, axes, path, dpi, handles=None):
@@ -201,14 +243,14 @@ def finish(fig, axes, path, dpi, handles=None):
     labels = []
     if handles is None:
         handles = []
-        for ax in axes.flat:
+        for ax in np.ravel(axes):
             for h, l in zip(*ax.get_legend_handles_labels()):
                 if l not in labels:
                     handles.append(h)
                     labels.append(l)
     else:
         labels = [h.get_label() for h in handles]
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.015, 1, 0.97))
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=9,
                         frameon=False)
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
@@ -221,43 +263,113 @@ def mean_over_seeds(values):
     return float(np.mean(values)) if values else np.nan
 
 
-def plot_error_vs_T(runs, reference, study, path, dpi):
+NOT_OK_RING = dict(facecolors="none", edgecolors="red", s=110, linewidths=1.3, zorder=5)
+
+
+def plot_error_vs_T(runs, reference, study, made, path, dpi):
     varying = varying_keys(runs)
     if reference == "unrolled":  # the reference itself (error 0) would only flatten the axis
         runs = [r for r in runs if r["solver"] != "unrolled" or r["precision"] != "float64"]
-    rows, cols = facets(runs)
+    pairs, nrows, ncols = panels(runs)
     labels = series_labels(runs, varying)
     style = styles(labels)
     _, description = REFERENCES[reference]
-    fig, axes = grid(rows, cols, f"{study}: gradient error against the {description}",
-                     "median relative error ||dM - ref||_F / ||ref||_F", "forward iterations T")
-    for i, row in enumerate(rows):
-        for j, col in enumerate(cols):
-            ax = axes[i][j]
-            panel = [r for r in runs if r["logits"] == row and r["n"] == col]
-            Ts = sorted({r["T"] for r in panel})
-            for label in labels:
-                points = [r for r in panel if series_label(r, varying) == label]
-                if not points:
-                    continue
-                ys = [mean_over_seeds([r["err_" + reference] for r in points if r["T"] == T]) for T in Ts]
-                ys = [max(y, FLOOR) if np.isfinite(y) else np.nan for y in ys]
-                color, marker, ls, face = style[label]
-                ax.plot(Ts, ys, marker=marker, color=color, ls=ls, mfc=face, label=label, lw=1.6,
-                        ms=6 if face == "none" else 5, alpha=0.9)
-            violation = [mean_over_seeds([r["violation"] for r in panel if r["T"] == T]) for T in Ts]
-            ax.plot(Ts, [max(v, FLOOR) for v in violation], ls="--", color="0.45", lw=1.2,
-                    label="forward: median max_j |c_j - 1|")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xticks(Ts)
-            ax.set_xticklabels([str(T) for T in Ts], fontsize=8)
-            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    axes[0][0].set_ylim(bottom=max(FLOOR / 2, axes[0][0].get_ylim()[0]))
-    return finish(fig, axes, path, dpi)
+    fig, axes = grid(pairs, nrows, ncols, f"{study}: gradient error against the {description}",
+                     "relative error ||dM - ref||_F / ||ref||_F", "forward iterations T")
+    rings = False
+    for ax, (logits, n) in zip(axes, pairs):
+        panel = [r for r in runs if r["logits"] == logits and r["n"] == n]
+        Ts = sorted({r["T"] for r in panel})
+        for label in labels:
+            points = [r for r in panel if series_label(r, varying) == label]
+            if not points:
+                continue
+            xs = sorted({r["T"] for r in points})
+
+            def series(key):
+                ys = [mean_over_seeds([r[key] for r in points if r["T"] == T]) for T in xs]
+                return np.array([max(y, FLOOR) if np.isfinite(y) else np.nan for y in ys])
+
+            color, marker, ls, face = style[label]
+            median = series("err_" + reference)
+            ax.plot(xs, median, marker=marker, color=color, ls=ls, mfc=face, label=label, lw=1.6,
+                    ms=6 if face == "none" else 5, alpha=0.9)
+            ax.fill_between(xs, median, series("p95_" + reference), color=color, alpha=0.12,
+                            lw=0)
+            ax.plot(xs, series("max_" + reference), color=color, ls=ls, lw=0.6, alpha=0.6)
+            not_ok = [T for T in xs
+                      if mean_over_seeds([r["not_ok"] for r in points if r["T"] == T]) > 0]
+            if not_ok:
+                rings = True
+                ax.scatter(not_ok, [median[xs.index(T)] for T in not_ok], **NOT_OK_RING)
+        violation = [mean_over_seeds([r["violation"] for r in panel if r["T"] == T]) for T in Ts]
+        ax.plot(Ts, [max(v, FLOOR) for v in violation], ls="--", color="0.45", lw=1.2,
+                label="forward: median max_j |c_j - 1|")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(Ts)
+        ax.set_xticklabels([str(T) for T in Ts], fontsize=8)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    axes[0].set_ylim(bottom=max(FLOOR / 2, axes[0].get_ylim()[0]))
+    handles = []
+    for ax in axes:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in [x.get_label() for x in handles]:
+                handles.append(h)
+    handles.append(Line2D([], [], color="0.3", lw=0.6, label="thin: max over the batch"))
+    handles.append(matplotlib.patches.Patch(color="0.3", alpha=0.15,
+                                            label="band: median to 95th percentile"))
+    if rings:
+        handles.append(Line2D([], [], ls="none", marker="o", mfc="none", mec="red", ms=10,
+                              label="some matrices not ok (see _status.png)"))
+    stamp(fig, made)
+    return finish(fig, axes, path, dpi, handles)
 
 
-def plot_cg_convergence(runs, key, logits, study, path, dpi):
+def plot_status(runs, study, made, path, dpi):
+    """One small panel per solver configuration: the fraction of matrices whose status is not
+    ok, against T, one line per (logits, n)."""
+    varying = varying_keys(runs)
+    configs = series_labels(runs, varying)
+    ncols = min(4, len(configs))
+    nrows = (len(configs) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols + 0.6, 2.6 * nrows + 0.9),
+                             squeeze=False, sharey=True)
+    fig.suptitle(f"{study}: fraction of matrices whose solve status is not ok", fontsize=13)
+    cmap = plt.get_cmap("tab10")
+    keys = sorted({(r["logits"], r["n"]) for r in runs}, key=lambda p: (natural(p[0]), p[1]))
+    used = []
+    for k, ax in enumerate(axes.flat):
+        if k >= len(configs):
+            fig.delaxes(ax)
+            continue
+        used.append(ax)
+        mine = [r for r in runs if series_label(r, varying) == configs[k]]
+        ax.set_title(configs[k], fontsize=9)
+        Ts = sorted({r["T"] for r in mine})
+        for m, (logits, n) in enumerate(keys):
+            points = [r for r in mine if r["logits"] == logits and r["n"] == n]
+            if not points:
+                continue
+            xs = sorted({r["T"] for r in points})
+            ys = [mean_over_seeds([r["not_ok"] for r in points if r["T"] == T]) for T in xs]
+            ax.plot(xs, ys, color=cmap(m % 10), marker=MARKERS[m % len(MARKERS)], ms=4, lw=1.2,
+                    alpha=0.85, label=f"{logits_name(logits)}, n = {n}")
+        ax.set_xscale("log")
+        ax.set_xticks(Ts)
+        ax.set_xticklabels([str(T) for T in Ts], fontsize=7)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_ylim(-0.03, 1.03)
+        ax.grid(True, alpha=0.3)
+        if k >= len(configs) - ncols:
+            ax.set_xlabel("forward iterations T")
+        if k % ncols == 0:
+            ax.set_ylabel("not-ok fraction")
+    stamp(fig, made)
+    return finish(fig, np.array(used), path, dpi)
+
+
+def plot_cg_convergence(runs, key, logits, study, made, path, dpi):
     """One CG configuration and logit distribution: per CG iteration k, the relative residual
     and the error of the k-th iterate against both references (rows), per n (columns), one
     line per forward iteration count T."""
@@ -268,11 +380,14 @@ def plot_cg_convergence(runs, key, logits, study, path, dpi):
     quantities = [("residual", "relative residual\n||r_k|| / ||r_0||", 0),
                   ("iterate_unrolled", "error of iterate k vs\nunrolled (T-step) gradient", 1),
                   ("iterate_converged", "error of iterate k vs\nconverged gradient", 1)]
+    # A quantity the log lacks (iterate errors off) gets no row rather than an empty one.
+    quantities = [q for q in quantities if any(r.get(q[0]) is not None and len(r.get(q[0])) > 0
+                                               for r in runs)]
     fig, axes = plt.subplots(len(quantities), len(cols),
                              figsize=(4.2 * len(cols) + 0.6, 2.9 * len(quantities) + 0.9),
                              squeeze=False, sharex="col", sharey="row")
-    fig.suptitle(f"{study}: CG convergence of {key}, logits {logits} (medians over the batch)",
-                 fontsize=13)
+    fig.suptitle(f"{study}: CG convergence of {key}, logits {logits_name(logits)} "
+                 "(medians over the batch)", fontsize=13)
     for i, (name, ylabel, first_k) in enumerate(quantities):
         for j, n in enumerate(cols):
             ax = axes[i][j]
@@ -293,10 +408,13 @@ def plot_cg_convergence(runs, key, logits, study, path, dpi):
             if j == 0:
                 ax.set_ylabel(ylabel, fontsize=9)
     handles = [Line2D([], [], color=colors[T], lw=2, label=f"T = {T}") for T in Ts]
+    stamp(fig, made)
     return finish(fig, axes, path, dpi, handles)
 
 
-def plot_time_vs_error(runs, study, path, dpi):
+def plot_time_vs_error(runs, study, made, path, dpi):
+    """Per series and logit distribution, its runs joined in T order; the first and last
+    point carry their T."""
     varying = varying_keys(runs)
     cols = sorted({r["n"] for r in runs})
     labels = series_labels(runs, varying)
@@ -304,29 +422,37 @@ def plot_time_vs_error(runs, study, path, dpi):
     refs = list(REFERENCES)
     fig, axes = plt.subplots(len(refs), len(cols), figsize=(4.2 * len(cols) + 0.6, 3.4 * len(refs) + 0.9),
                              squeeze=False, sharey="row")
-    fig.suptitle(f"{study}: solve time (fastest of the timed repeats) against gradient error, "
-                 "every T and logit distribution",
+    fig.suptitle(f"{study}: solve time (fastest of the timed repeats) against median gradient "
+                 "error, every T and logit distribution",
                  fontsize=13)
     for i, ref in enumerate(refs):
         for j, n in enumerate(cols):
             ax = axes[i][j]
             for label in labels:
-                points = [r for r in runs if r["n"] == n and series_label(r, varying) == label]
-                if not points:
-                    continue
-                color, marker, _, face = style[label]
-                xs = [r["solve_seconds_min"] / r["batch"] * 1e6 for r in points]
-                ys = [max(r["err_" + ref], FLOOR) for r in points]
-                ax.scatter(xs, ys, edgecolors=color, facecolors=face, marker=marker, s=24, alpha=0.8,
-                           label=label)
+                for logits in sorted({r["logits"] for r in runs}, key=natural):
+                    points = sorted((r for r in runs if r["n"] == n and r["logits"] == logits
+                                     and series_label(r, varying) == label), key=lambda r: r["T"])
+                    if not points:
+                        continue
+                    color, marker, ls, face = style[label]
+                    xs = [r["solve_seconds_min"] / r["batch"] * 1e6 for r in points]
+                    ys = [max(r["err_" + ref], FLOOR) for r in points]
+                    ax.plot(xs, ys, color=color, ls=ls, lw=0.7, alpha=0.5)
+                    ax.scatter(xs, ys, edgecolors=color, facecolors=face, marker=marker, s=24,
+                               alpha=0.8, label=label)
+                    for k in {0, len(points) - 1}:
+                        ax.annotate(f"T={points[k]['T']}", (xs[k], ys[k]), fontsize=6,
+                                    color=color, xytext=(3, 2), textcoords="offset points")
             ax.set_xscale("log")
             ax.set_yscale("log")
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             ax.grid(True, alpha=0.3)
             ax.set_title(f"n = {n}", fontsize=10)
             if i == len(refs) - 1:
                 ax.set_xlabel("solve time per matrix [microseconds]")
             if j == 0:
                 ax.set_ylabel(f"median error vs {ref}")
+    stamp(fig, made)
     return finish(fig, axes, path, dpi)
 
 
@@ -341,16 +467,21 @@ def main(argv=None):
     parser.add_argument("log", help="HDF5 log written by `sinkgrad run`")
     parser.add_argument("--out-dir", help="where the PNGs go (default: next to the log)")
     parser.add_argument("--dpi", type=int, default=110)
+    parser.add_argument("--stamp", help="text in each figure's corner saying what made it "
+                        "(default: the log's tool version and date)")
     args = parser.parse_args(argv)
     if not os.path.exists(args.log):
         raise SystemExit(f"plot.py: no such file: {args.log}")
-    study, runs = load_runs(args.log)
+    study, made, runs = load_runs(args.log)
+    made = args.stamp or made
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.log))
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.join(out_dir, os.path.splitext(os.path.basename(args.log))[0])
     written = []
     for ref in REFERENCES:
-        written.append(plot_error_vs_T(runs, ref, study, f"{stem}_error_vs_T_{ref}.png", args.dpi))
+        written.append(plot_error_vs_T(runs, ref, study, made, f"{stem}_error_vs_T_{ref}.png",
+                                       args.dpi))
+    written.append(plot_status(runs, study, made, f"{stem}_status.png", args.dpi))
     varying = varying_keys(runs)
     # CG convergence: one figure per solver configuration and logit distribution. Series that
     # differ only in max_iterations share one figure, drawn from the run with the most
@@ -368,9 +499,10 @@ def main(argv=None):
                     longest[key] = r
             if longest:
                 written.append(plot_cg_convergence(
-                    list(longest.values()), family, logits, study,
-                    f"{stem}_cg_{slug(family)}_{slug(logits)}.png", args.dpi))
-    written.append(plot_time_vs_error(runs, study, f"{stem}_time_vs_error.png", args.dpi))
+                    list(longest.values()), family, logits, study, made,
+                    f"{stem}_cg_{slug(family)}_{logits_slug(logits)}.png",
+                    args.dpi))
+    written.append(plot_time_vs_error(runs, study, made, f"{stem}_time_vs_error.png", args.dpi))
     try:
         for path in written:
             print(path)
