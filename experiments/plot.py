@@ -14,8 +14,8 @@ their paths, one per line:
   <log>_status.png                 fraction of matrices whose status is not ok, per solver
   <log>_cg_<solver>_<logits>.png   CG convergence: relative residual and the error of every
                                    iterate against both references, per CG iteration
-  <log>_time_vs_error.png          solve time per matrix against the error, lines in T order
-                                   labelled with their first and last T
+  <log>_time_vs_error.png          solve time per matrix against the error; each series' points
+                                   of the smallest and largest T are labelled
 
 Panels: one per (logit distribution, n) that the log holds. A series is a solver with its
 options (and precision and device when the log has several). Several seeds are averaged. Each
@@ -413,8 +413,8 @@ def plot_cg_convergence(runs, key, logits, study, made, path, dpi):
 
 
 def plot_time_vs_error(runs, study, made, path, dpi):
-    """Per series and logit distribution, its runs joined in T order; the first and last
-    point carry their T."""
+    """Per series and logit distribution, the points of its smallest and largest T carry their
+    T (lines between the points would mostly draw timing noise)."""
     varying = varying_keys(runs)
     cols = sorted({r["n"] for r in runs})
     labels = series_labels(runs, varying)
@@ -434,10 +434,9 @@ def plot_time_vs_error(runs, study, made, path, dpi):
                                      and series_label(r, varying) == label), key=lambda r: r["T"])
                     if not points:
                         continue
-                    color, marker, ls, face = style[label]
+                    color, marker, _, face = style[label]
                     xs = [r["solve_seconds_min"] / r["batch"] * 1e6 for r in points]
                     ys = [max(r["err_" + ref], FLOOR) for r in points]
-                    ax.plot(xs, ys, color=color, ls=ls, lw=0.7, alpha=0.5)
                     ax.scatter(xs, ys, edgecolors=color, facecolors=face, marker=marker, s=24,
                                alpha=0.8, label=label)
                     for k in {0, len(points) - 1}:

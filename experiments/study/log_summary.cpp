@@ -171,8 +171,10 @@ void keep_rows_where(SummaryTable& table, const std::vector<std::string>& condit
         match = found != table.row_options[r].end() && found->second == wanted;
       }
       if (!match) continue;
-      table.rows[kept] = std::move(table.rows[r]);
-      table.row_options[kept] = std::move(table.row_options[r]);
+      if (kept != r) {  // a self-move would empty the row
+        table.rows[kept] = std::move(table.rows[r]);
+        table.row_options[kept] = std::move(table.row_options[r]);
+      }
       ++kept;
     }
     table.rows.resize(kept);

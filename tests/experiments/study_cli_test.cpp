@@ -263,6 +263,10 @@ TEST(StudySummary, CsvRowsMatchTheLogAndTheTableIsAligned) {
   ASSERT_EQ(where.exit_code, 0) << where.err;
   EXPECT_EQ(std::count(where.out.begin(), where.out.end(), '\n'), 2) << where.out;
   EXPECT_TRUE(contains(where.out, ",unrolled,")) << where.out;
+  // A condition every run meets keeps them all.
+  const auto all = run_cli({"summary", log, "--csv", "--where", "n=3", "--where", "batch=4.0"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.out, csv.out);
   const auto unknown = run_cli({"summary", log, "--where", "colour=red"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_TRUE(contains(unknown.err, "no column 'colour'")) << unknown.err;
