@@ -68,7 +68,7 @@ endif()
 # ---- share/sinkgrad: the bundled studies and the plotting script ----------------------------
 #   share/sinkgrad/studies/*.ini   the definitions of experiments/ (`sinkgrad run` names them)
 #   share/sinkgrad/data/           the logit files they read (file(../data/...))
-#   share/sinkgrad/plot.py         pictures of a study log
+#   share/sinkgrad/plot.py         pictures of a study log (with plot_style.py, plot_figures.py)
 set(SINKGRAD_INSTALL_SHAREDIR ${CMAKE_INSTALL_DATADIR}/sinkgrad)
 file(GLOB SINKGRAD_BUNDLED_STUDIES ${PROJECT_SOURCE_DIR}/experiments/*.ini)
 install(FILES ${SINKGRAD_BUNDLED_STUDIES} DESTINATION ${SINKGRAD_INSTALL_SHAREDIR}/studies)
@@ -77,6 +77,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/data/logits.h5 ${PROJECT_SOURCE_DIR}/data/RE
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/experiments/plot.py
                  ${PROJECT_SOURCE_DIR}/experiments/compare_with_seeds.py
         DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/experiments/plot_style.py
+              ${PROJECT_SOURCE_DIR}/experiments/plot_figures.py
+        DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # plot.py's modules, found next to it
 
 # ---- Python ---------------------------------------------------------------------------------
 # Every Python module goes to share/sinkgrad/python (put it on PYTHONPATH). sinkgrad_c.py finds
