@@ -54,3 +54,44 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/sinkgradConfigVersi
 install(FILES ${PROJECT_BINARY_DIR}/cmake/sinkgradConfig.cmake
               ${PROJECT_BINARY_DIR}/cmake/sinkgradConfigVersion.cmake
         DESTINATION ${SINKGRAD_INSTALL_CMAKEDIR})
+
+# ---- The C ABI: libsinkgrad_c and its header ------------------------------------------------
+# For ctypes and other languages' FFIs; the library finds libsinkgrad next to it.
+if(TARGET sinkgrad_c)
+  set_target_properties(sinkgrad_c PROPERTIES
+    INSTALL_RPATH "$ORIGIN" INSTALL_RPATH_USE_LINK_PATH TRUE)
+  install(TARGETS sinkgrad_c LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(FILES ${PROJECT_SOURCE_DIR}/experiments/capi/sinkgrad_c.h
+          DESTINATION ${SINKGRAD_INSTALL_INCLUDEDIR})
+endif()
+
+# ---- share/sinkgrad: the bundled studies and the plotting script ----------------------------
+#   share/sinkgrad/studies/*.ini   the definitions of experiments/ (`sinkgrad run` names them)
+#   share/sinkgrad/data/           the logit files they read (file(../data/...))
+#   share/sinkgrad/plot.py         pictures of a study log (with plot_style.py, plot_figures.py)
+set(SINKGRAD_INSTALL_SHAREDIR ${CMAKE_INSTALL_DATADIR}/sinkgrad)
+file(GLOB SINKGRAD_BUNDLED_STUDIES ${PROJECT_SOURCE_DIR}/experiments/*.ini)
+install(FILES ${SINKGRAD_BUNDLED_STUDIES} DESTINATION ${SINKGRAD_INSTALL_SHAREDIR}/studies)
+install(FILES ${PROJECT_SOURCE_DIR}/data/logits.h5 ${PROJECT_SOURCE_DIR}/data/README.md
+        DESTINATION ${SINKGRAD_INSTALL_SHAREDIR}/data)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/experiments/plot.py
+                 ${PROJECT_SOURCE_DIR}/experiments/compare_with_seeds.py
+        DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/experiments/plot_style.py
+              ${PROJECT_SOURCE_DIR}/experiments/plot_figures.py
+        DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # plot.py's modules, found next to it
+
+# ---- Python ---------------------------------------------------------------------------------
+# Every Python module goes to share/sinkgrad/python (put it on PYTHONPATH). sinkgrad_c.py finds
+# the installed libsinkgrad_c through sinkgrad_c_library.txt: its path relative to that folder.
+set(SINKGRAD_INSTALL_PYTHONDIR ${SINKGRAD_INSTALL_SHAREDIR}/python)
+install(FILES ${PROJECT_SOURCE_DIR}/experiments/capi/sinkgrad_c.py
+        DESTINATION ${SINKGRAD_INSTALL_PYTHONDIR})
+if(TARGET sinkgrad_c)
+  file(RELATIVE_PATH SINKGRAD_C_LIBRARY_FROM_PYTHON /prefix/${SINKGRAD_INSTALL_PYTHONDIR}
+       /prefix/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:sinkgrad_c>)
+  file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/python/sinkgrad_c_library.txt
+       CONTENT "${SINKGRAD_C_LIBRARY_FROM_PYTHON}\n")
+  install(FILES ${PROJECT_BINARY_DIR}/python/sinkgrad_c_library.txt
+          DESTINATION ${SINKGRAD_INSTALL_PYTHONDIR})
+endif()

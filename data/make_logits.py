@@ -14,10 +14,20 @@ Deterministic (numpy's PCG64 with seed 20261122), float32, each dataset of shape
 Every dataset carries the attribute `recipe` with the line above.
 """
 
+import os
 import sys
 
-import h5py
-import numpy as np
+try:
+    import h5py
+    import numpy as np
+except ImportError as error:
+    # As every script of the project (docs/experiments.md, "Python"): a python3 without the
+    # Debian packages (pyenv, venv) hands over to /usr/bin/python3 once.
+    if os.path.exists("/usr/bin/python3") and not os.environ.get("SINKGRAD_PYTHON_REEXEC") \
+            and os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3"):
+        os.environ["SINKGRAD_PYTHON_REEXEC"] = "1"
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    sys.exit(f"make_logits.py: {error}; install python3-numpy python3-h5py")
 
 SEED = 20261122
 

@@ -36,8 +36,25 @@ import sys
 import time
 import traceback
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "capi"))
+# Next to this file: experiments/capi (source tree) or python/ (share/sinkgrad, installed).
+for _folder in ("capi", "python"):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), _folder))
 import sinkgrad_c  # noqa: E402
+
+
+def require_modules(modules, packages):
+    """Imports the modules; where the running python3 lacks them (pyenv, venv) re-runs this
+    script with /usr/bin/python3 (as plot.py does), else exits naming what to install."""
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    except ImportError as error:
+        system = "/usr/bin/python3"
+        if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system) \
+                and not os.environ.get("SINKGRAD_PYTHON_REEXEC"):
+            os.environ["SINKGRAD_PYTHON_REEXEC"] = "1"
+            os.execv(system, [system] + sys.argv)
+        sys.exit(f"compare_with_seeds.py: {error}; install {packages}")
 
 # The seeds' anchor configurations (shared/brief/MATH.md): (B, n, T, dtype).
 CONFIGS = [
@@ -449,7 +466,9 @@ def compare(args, lib):
 def main():
     args = parse_args()
     if args.selftest:
+        require_modules(["numpy"], "python3-numpy")
         return selftest(sinkgrad_c.SinkgradC(args.lib))
+    require_modules(["numpy", "torch"], "python3-numpy and PyTorch (pip install torch)")
     # torch before libsinkgrad_c: where both need a CUDA runtime of the same soname, the
     # process then keeps the copy that torch ships rather than the one sinkgrad was built with.
     importlib.import_module("torch")

@@ -6,23 +6,27 @@
 Writes PNG files into DIR (default: the log's directory), named after the log, and prints
 their paths, one per line:
 
-  <log>_error_vs_T_unrolled.png    median per-matrix relative error of dL/dM against the exact
-                                   gradient of the T-step forward, per solver, against T
+  <log>_error_vs_T_unrolled.png    per-matrix relative error of dL/dM against the exact
+                                   gradient of the T-step forward, per solver, against T:
+                                   median (line), median to p95 (band), max (thin line); a red
+                                   ring marks a point where some matrices were not solved ok
   <log>_error_vs_T_converged.png   the same against the gradient at the converged forward
+  <log>_status.png                 fraction of matrices whose status is not ok, per solver
   <log>_cg_<solver>_<logits>.png   CG convergence: relative residual and the error of every
                                    iterate against both references, per CG iteration
-  <log>_time_vs_error.png          solve time per matrix against the error
+  <log>_time_vs_error.png          solve time per matrix against the error; each series' points
+                                   of the smallest and largest T are labelled
 
-Panels: one row per logit distribution, one column per matrix size n. A series is a solver
-with its options (and precision and device when the log has several). Several seeds are
-averaged. The log's schema is in docs/experiments.md.
+Panels: one per (logit distribution, n) that the log holds. A series is a solver with its
+options (and precision and device when the log has several). Several seeds are averaged. Each
+figure is stamped with --stamp (default: the log's tool version and date). The log's schema is
+in docs/experiments.md.
 
 Needs numpy, h5py and matplotlib (Debian: python3-numpy python3-h5py python3-matplotlib).
 """
 
 import argparse
 import os
-import re
 import sys
 
 
@@ -36,8 +40,8 @@ def _import_or_reexec():
     except ImportError as error:
         system = "/usr/bin/python3"
         if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system) \
-                and not os.environ.get("SINKGRAD_PLOT_REEXEC"):
-            os.environ["SINKGRAD_PLOT_REEXEC"] = "1"
+                and not os.environ.get("SINKGRAD_PYTHON_REEXEC"):
+            os.environ["SINKGRAD_PYTHON_REEXEC"] = "1"
             os.execv(system, [system] + sys.argv)
         sys.exit(f"plot.py: {error}; install python3-numpy python3-h5py python3-matplotlib")
 
@@ -45,25 +49,17 @@ def _import_or_reexec():
 _import_or_reexec()
 
 import h5py  # noqa: E402
-import matplotlib  # noqa: E402
 
-matplotlib.use("Agg")
-import matplotlib.ticker  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-import numpy as np  # noqa: E402
-
-REFERENCES = {
-    "unrolled": ("error_vs_unrolled", "exact gradient of the T-step forward (unrolled)"),
-    "converged": ("error_vs_converged", "gradient at the converged forward"),
-}
-FLOOR = 1e-17  # exact zeros are drawn here on log axes
-MARKERS = "osD^v<>pP*Xh"
+# The drawing lives next to this file (experiments/, or share/sinkgrad/ when installed).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_figures import (plot_cg_convergence, plot_error_vs_T, plot_status,  # noqa: E402
+                          plot_time_vs_error)
+from plot_style import (REFERENCES, facets, family_label, logits_slug, natural,  # noqa: E402
+                        series_label, slug, varying_keys)
 
 
 def text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
-
 
 def load_runs(path):
     """One dict per finished run with its parameters and the numbers the plots need."""
@@ -72,6 +68,8 @@ def load_runs(path):
         if text(log.attrs.get("schema", "")) != "sinkgrad-study-log":
             raise SystemExit(f"plot.py: {path} is not a sinkgrad study log")
         study = text(log.attrs.get("study_name", "")) or os.path.splitext(os.path.basename(path))[0]
+        made = (f"sinkgrad {text(log.attrs.get('tool_version', '?'))}, "
+                f"{text(log.attrs.get('started', ''))[:10]}")
         for name, group in log["runs"].items():
             a = group.attrs
             if int(a.get("complete", 0)) != 1:
@@ -88,6 +86,8 @@ def load_runs(path):
             for ref, (group_name, _) in REFERENCES.items():
                 run["err_" + ref] = float(group[group_name].attrs["frobenius_median"])
                 run["p95_" + ref] = float(group[group_name].attrs["frobenius_p95"])
+                run["max_" + ref] = float(group[group_name].attrs["frobenius_max"])
+            run["not_ok"] = 1.0 - run["status"][0] / max(1, run["batch"])
             if "convergence" in group:
                 c = group["convergence"]
                 run["residual"] = c["relative_residual_median"][:]
@@ -97,260 +97,28 @@ def load_runs(path):
             runs.append(run)
     if not runs:
         raise SystemExit(f"plot.py: {path} holds no finished run")
-    return study, runs
-
-
-def parse_options(options):
-    return dict(item.partition("=")[::2] for item in options.split())
-
-
-def series_label(run, varying):
-    """Solver, then only what tells its series apart in this log: the options that vary
-    between its runs, and precision and device when the log has several."""
-    label = run["solver"]
-    options = parse_options(run["options"])
-    shown = [options[k] if k == "system" else f"{k}={options[k]}"
-             for k in sorted(varying["options"].get(run["solver"], ())) if k in options]
-    if shown:
-        label += f" ({' '.join(shown)})"
-    for key in ("precision", "device"):
-        if key in varying["global"]:
-            label += f" {run[key]}"
-    return label
-
-
-def varying_keys(runs):
-    per_solver = {}
-    for solver in {r["solver"] for r in runs}:
-        sets = [parse_options(r["options"]) for r in runs if r["solver"] == solver]
-        names = set().union(*sets)
-        per_solver[solver] = {k for k in names if len({s.get(k) for s in sets}) > 1}
-    return {"global": {k for k in ("precision", "device") if len({r[k] for r in runs}) > 1},
-            "options": per_solver}
-
-
-def series_labels(runs, varying):
-    return sorted({series_label(r, varying) for r in runs}, key=natural)
-
-
-def natural(value):
-    """Sort key that orders 'uniform(0, 4)' before 'uniform(0, 10)'."""
-    parts = re.split(r"(-?\d+(?:\.\d+)?)", str(value))
-    return [(0, float(p), "") if re.fullmatch(r"-?\d+(?:\.\d+)?", p) else (1, 0.0, p) for p in parts]
-
-
-def facets(runs):
-    rows = sorted({r["logits"] for r in runs}, key=natural)
-    cols = sorted({r["n"] for r in runs})
-    return rows, cols
-
-
-def family_label(label):
-    """The label without its numeric options: 'cg_plain (max_iterations=4 schur)' ->
-    'cg_plain (schur)'."""
-    out = re.sub(r"\s*\w+=-?[\d.e+-]+", "", label)
-    return out.replace(" ()", "").replace("( ", "(")
-
-
-FAMILY_MAPS = ["Blues", "Oranges", "Greens", "Reds", "Purples", "Greys", "YlOrBr", "BuPu"]
-
-
-def styles(labels):
-    """label -> (colour, marker, line style, marker face). Series that differ only in a
-    numeric option (max_iterations=1, 2, 4, ...) form a family: one marker, shades of one
-    colour map, light to dark. Direct solves (the same systems CG solves) are dashed with open
-    markers, so that coinciding curves stay visible."""
-    families = {}
-    for label in labels:
-        families.setdefault(family_label(label), []).append(label)
-    single = all(len(members) == 1 for members in families.values())
-    tab = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
-    out = {}
-    for f, members in enumerate(families.values()):
-        for k, label in enumerate(members):
-            if single:
-                color = tab(f % tab.N)
-            else:
-                color = plt.get_cmap(FAMILY_MAPS[f % len(FAMILY_MAPS)])(
-                    0.4 + 0.55 * k / max(1, len(members) - 1))
-            dashed = label.startswith("direct")
-            out[label] = (color, MARKERS[f % len(MARKERS)], "--" if dashed else "-",
-                          "none" if dashed else color)
-    return out
-
-
-def grid(rows, cols, title, ylabel, xlabel, width=4.2, height=3.4, sharey=True):
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=(width * len(cols) + 0.6, height * len(rows) + 0.9),
-                             squeeze=False, sharex=True, sharey=sharey)
-    fig.suptitle(title, fontsize=13)
-    for i, row in enumerate(rows):
-        for j, col in enumerate(cols):
-            ax = axes[i][j]
-            ax.set_title(f"logits {row},  n = {col}", fontsize=10)
-            ax.grid(True, which="major", alpha=0.35)
-            ax.grid(True, which="minor", alpha=0.12)
-            if i == len(rows) - 1:
-                ax.set_xlabel(xlabel)
-            if j == 0:
-                ax.set_ylabel(ylabel)
-    return fig, axes
-
-
-def finish(fig, axes, path, dpi, handles=None):
-    """Shared legend on the right (the panels' labelled lines unless handles are given)."""
-    labels = []
-    if handles is None:
-        handles = []
-        for ax in axes.flat:
-            for h, l in zip(*ax.get_legend_handles_labels()):
-                if l not in labels:
-                    handles.append(h)
-                    labels.append(l)
-    else:
-        labels = [h.get_label() for h in handles]
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=9,
-                        frameon=False)
-    fig.savefig(path, dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
-    return path
-
-
-def mean_over_seeds(values):
-    values = [v for v in values if np.isfinite(v)]
-    return float(np.mean(values)) if values else np.nan
-
-
-def plot_error_vs_T(runs, reference, study, path, dpi):
-    varying = varying_keys(runs)
-    if reference == "unrolled":  # the reference itself (error 0) would only flatten the axis
-        runs = [r for r in runs if r["solver"] != "unrolled" or r["precision"] != "float64"]
-    rows, cols = facets(runs)
-    labels = series_labels(runs, varying)
-    style = styles(labels)
-    _, description = REFERENCES[reference]
-    fig, axes = grid(rows, cols, f"{study}: gradient error against the {description}",
-                     "median relative error ||dM - ref||_F / ||ref||_F", "forward iterations T")
-    for i, row in enumerate(rows):
-        for j, col in enumerate(cols):
-            ax = axes[i][j]
-            panel = [r for r in runs if r["logits"] == row and r["n"] == col]
-            Ts = sorted({r["T"] for r in panel})
-            for label in labels:
-                points = [r for r in panel if series_label(r, varying) == label]
-                if not points:
-                    continue
-                ys = [mean_over_seeds([r["err_" + reference] for r in points if r["T"] == T]) for T in Ts]
-                ys = [max(y, FLOOR) if np.isfinite(y) else np.nan for y in ys]
-                color, marker, ls, face = style[label]
-                ax.plot(Ts, ys, marker=marker, color=color, ls=ls, mfc=face, label=label, lw=1.6,
-                        ms=6 if face == "none" else 5, alpha=0.9)
-            violation = [mean_over_seeds([r["violation"] for r in panel if r["T"] == T]) for T in Ts]
-            ax.plot(Ts, [max(v, FLOOR) for v in violation], ls="--", color="0.45", lw=1.2,
-                    label="forward: median max_j |c_j - 1|")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xticks(Ts)
-            ax.set_xticklabels([str(T) for T in Ts], fontsize=8)
-            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    axes[0][0].set_ylim(bottom=max(FLOOR / 2, axes[0][0].get_ylim()[0]))
-    return finish(fig, axes, path, dpi)
-
-
-def plot_cg_convergence(runs, key, logits, study, path, dpi):
-    """One CG configuration and logit distribution: per CG iteration k, the relative residual
-    and the error of the k-th iterate against both references (rows), per n (columns), one
-    line per forward iteration count T."""
-    cols = sorted({r["n"] for r in runs})
-    Ts = sorted({r["T"] for r in runs})
-    cmap = plt.get_cmap("viridis")
-    colors = {T: cmap(k / max(1, len(Ts) - 1) * 0.92) for k, T in enumerate(Ts)}
-    quantities = [("residual", "relative residual\n||r_k|| / ||r_0||", 0),
-                  ("iterate_unrolled", "error of iterate k vs\nunrolled (T-step) gradient", 1),
-                  ("iterate_converged", "error of iterate k vs\nconverged gradient", 1)]
-    fig, axes = plt.subplots(len(quantities), len(cols),
-                             figsize=(4.2 * len(cols) + 0.6, 2.9 * len(quantities) + 0.9),
-                             squeeze=False, sharex="col", sharey="row")
-    fig.suptitle(f"{study}: CG convergence of {key}, logits {logits} (medians over the batch)",
-                 fontsize=13)
-    for i, (name, ylabel, first_k) in enumerate(quantities):
-        for j, n in enumerate(cols):
-            ax = axes[i][j]
-            for T in Ts:
-                points = [r for r in runs if r["n"] == n and r["T"] == T]
-                y = points[0].get(name) if points else None
-                if y is None or len(y) == 0:
-                    continue
-                ks = np.arange(first_k, first_k + len(y))
-                ax.plot(ks, np.maximum(y, FLOOR), color=colors[T], lw=1.5, marker=".", ms=4)
-            ax.set_yscale("log")
-            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-            ax.grid(True, alpha=0.3)
-            if i == 0:
-                ax.set_title(f"n = {n}", fontsize=10)
-            if i == len(quantities) - 1:
-                ax.set_xlabel("CG iteration k")
-            if j == 0:
-                ax.set_ylabel(ylabel, fontsize=9)
-    handles = [Line2D([], [], color=colors[T], lw=2, label=f"T = {T}") for T in Ts]
-    return finish(fig, axes, path, dpi, handles)
-
-
-def plot_time_vs_error(runs, study, path, dpi):
-    varying = varying_keys(runs)
-    cols = sorted({r["n"] for r in runs})
-    labels = series_labels(runs, varying)
-    style = styles(labels)
-    refs = list(REFERENCES)
-    fig, axes = plt.subplots(len(refs), len(cols), figsize=(4.2 * len(cols) + 0.6, 3.4 * len(refs) + 0.9),
-                             squeeze=False, sharey="row")
-    fig.suptitle(f"{study}: solve time (fastest of the timed repeats) against gradient error, "
-                 "every T and logit distribution",
-                 fontsize=13)
-    for i, ref in enumerate(refs):
-        for j, n in enumerate(cols):
-            ax = axes[i][j]
-            for label in labels:
-                points = [r for r in runs if r["n"] == n and series_label(r, varying) == label]
-                if not points:
-                    continue
-                color, marker, _, face = style[label]
-                xs = [r["solve_seconds_min"] / r["batch"] * 1e6 for r in points]
-                ys = [max(r["err_" + ref], FLOOR) for r in points]
-                ax.scatter(xs, ys, edgecolors=color, facecolors=face, marker=marker, s=24, alpha=0.8,
-                           label=label)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.grid(True, alpha=0.3)
-            ax.set_title(f"n = {n}", fontsize=10)
-            if i == len(refs) - 1:
-                ax.set_xlabel("solve time per matrix [microseconds]")
-            if j == 0:
-                ax.set_ylabel(f"median error vs {ref}")
-    return finish(fig, axes, path, dpi)
-
-
-def slug(label):
-    """'cg_plain (schur)' -> 'cg_plain_schur', 'uniform(0, 4)' -> 'uniform_0_4'."""
-    out = re.sub(r"[^A-Za-z0-9.]+", "_", label).strip("_")
-    return out.replace(".", "p")
-
+    return study, made, runs
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("log", help="HDF5 log written by `sinkgrad run`")
     parser.add_argument("--out-dir", help="where the PNGs go (default: next to the log)")
     parser.add_argument("--dpi", type=int, default=110)
+    parser.add_argument("--stamp", help="text in each figure's corner saying what made it "
+                        "(default: the log's tool version and date)")
     args = parser.parse_args(argv)
     if not os.path.exists(args.log):
         raise SystemExit(f"plot.py: no such file: {args.log}")
-    study, runs = load_runs(args.log)
+    study, made, runs = load_runs(args.log)
+    made = args.stamp or made
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.log))
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.join(out_dir, os.path.splitext(os.path.basename(args.log))[0])
     written = []
     for ref in REFERENCES:
-        written.append(plot_error_vs_T(runs, ref, study, f"{stem}_error_vs_T_{ref}.png", args.dpi))
+        written.append(plot_error_vs_T(runs, ref, study, made, f"{stem}_error_vs_T_{ref}.png",
+                                       args.dpi))
+    written.append(plot_status(runs, study, made, f"{stem}_status.png", args.dpi))
     varying = varying_keys(runs)
     # CG convergence: one figure per solver configuration and logit distribution. Series that
     # differ only in max_iterations share one figure, drawn from the run with the most
@@ -368,9 +136,10 @@ def main(argv=None):
                     longest[key] = r
             if longest:
                 written.append(plot_cg_convergence(
-                    list(longest.values()), family, logits, study,
-                    f"{stem}_cg_{slug(family)}_{slug(logits)}.png", args.dpi))
-    written.append(plot_time_vs_error(runs, study, f"{stem}_time_vs_error.png", args.dpi))
+                    list(longest.values()), family, logits, study, made,
+                    f"{stem}_cg_{slug(family)}_{logits_slug(logits)}.png",
+                    args.dpi))
+    written.append(plot_time_vs_error(runs, study, made, f"{stem}_time_vs_error.png", args.dpi))
     try:
         for path in written:
             print(path)

@@ -1,6 +1,6 @@
 """ctypes binding of libsinkgrad_c (experiments/capi/sinkgrad_c.h).
 
-    lib = SinkgradC("build/lib/libsinkgrad_c.so")   # or SINKGRAD_C_LIB, or build/lib by default
+    lib = SinkgradC("build/lib/libsinkgrad_c.so")   # default: see default_library_path()
     lib.forward(device, dtype, B, n, T, logits_ptr, R_ptr)
     lib.solve("cg_corrected", "", device, dtype, B, n, T, M_ptr, R_ptr, G_ptr, grad_ptr,
               status_ptr, iterations_ptr)
@@ -23,10 +23,17 @@ class SinkgradError(RuntimeError):
 
 
 def default_library_path():
-    """$SINKGRAD_C_LIB, else build/lib/libsinkgrad_c.so of this checkout."""
+    """$SINKGRAD_C_LIB; else, installed (share/sinkgrad/python), the library `cmake --install`
+    put beside it (sinkgrad_c_library.txt holds its path relative to this folder); else
+    build/lib/libsinkgrad_c.so of this checkout."""
     if os.environ.get("SINKGRAD_C_LIB"):
         return os.environ["SINKGRAD_C_LIB"]
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(here, "sinkgrad_c_library.txt")
+    if os.path.exists(installed):
+        with open(installed) as f:
+            return os.path.normpath(os.path.join(here, f.read().strip()))
+    root = os.path.dirname(os.path.dirname(here))
     return os.path.join(root, "build", "lib", "libsinkgrad_c.so")
 
 

@@ -40,6 +40,9 @@ struct Command {
   // Options that may also be given as bare positional arguments, in order (each once), e.g.
   // {"definition"} for `sinkgrad run DEFINITION.ini`.
   std::vector<std::string> positional;
+  // An option that takes every positional argument after those (e.g. the overrides of
+  // `sinkgrad run DEFINITION.ini inputs.n=4`); empty: none.
+  std::string positional_rest;
   // Does the work with the parsed options and returns the exit code; throws UsageError for a
   // bad command line and sinkgrad::Error for a failure.
   std::function<int(const po::variables_map&)> run;

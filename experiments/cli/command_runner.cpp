@@ -35,6 +35,7 @@ int run_command(const Command& command, const std::vector<std::string>& args) {
     po::variables_map values;
     po::positional_options_description positional;
     for (const std::string& name : command.positional) positional.add(name.c_str(), 1);
+    if (!command.positional_rest.empty()) positional.add(command.positional_rest.c_str(), -1);
     po::store(po::command_line_parser(args).options(all).positional(positional).run(), values);
     // --help is honoured before the checks for required options and values.
     if (values.count("help")) {

@@ -7,7 +7,8 @@
   X(solvers)                     \
   X(grad)                        \
   X(demo)                        \
-  X(run)
+  X(run)                         \
+  X(summary)
 
 namespace sinkgrad::cli {
 

@@ -3,10 +3,12 @@
 // before anything is computed; each run is written and flushed when it finishes.
 
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include "core/solver_registry.hpp"
 #include "experiments/cli/command.hpp"
+#include "experiments/cli/install_paths.hpp"
 #include "experiments/cli/text_format.hpp"
 #include "experiments/cli/version.hpp"
 #include "experiments/study/definition.hpp"
@@ -51,20 +53,29 @@ class StopOnInterrupt {
   void (*previous_term_)(int);
 };
 
-// DEFINITION.ini -> DEFINITION.h5 next to it.
+// DIR/DEFINITION.ini -> DEFINITION.h5 in the current directory (never into the source tree).
 std::string default_output(const std::string& definition) {
-  const auto dot = definition.rfind('.');
-  const auto slash = definition.rfind('/');
-  const bool has_extension =
-      dot != std::string::npos && (slash == std::string::npos || dot > slash);
-  return (has_extension ? definition.substr(0, dot) : definition) + ".h5";
+  return std::filesystem::path(definition).stem().string() + ".h5";
+}
+
+// The command line that completes a stopped sweep, overrides included.
+std::string resume_command(const std::string& path, const std::vector<std::string>& overrides,
+                           const std::string& output) {
+  std::string command = "sinkgrad run " + path;
+  for (const std::string& given : overrides)
+    command +=
+        given.find_first_of(" ()'\"") == std::string::npos ? " " + given : " '" + given + "'";
+  return command + " --output " + output + " --resume";
 }
 
 int run_run(const po::variables_map& values) {
   const std::string path = values["definition"].as<std::string>();
+  const std::vector<std::string> overrides = values.count("override")
+                                                 ? values["override"].as<std::vector<std::string>>()
+                                                 : std::vector<std::string>{};
   study::StudyDefinition definition;
   try {
-    definition = study::read_definition(path, SolverRegistry::global());
+    definition = study::read_definition(path, SolverRegistry::global(), overrides);
   } catch (const study::DefinitionError& error) {
     throw UsageError(error.what());
   }
@@ -78,7 +89,9 @@ int run_run(const po::variables_map& values) {
     if (max_runs < 0) throw UsageError("--max-runs must be >= 0");
     options.max_runs = static_cast<std::size_t>(max_runs);
   }
-  options.progress = !values.count("quiet") && study::stderr_is_terminal();
+  options.progress = values.count("quiet")         ? study::ProgressMode::off
+                     : study::stderr_is_terminal() ? study::ProgressMode::terminal
+                                                   : study::ProgressMode::lines;
   options.tool_version = version;
 
   options.stop_requested = &stop_requested;
@@ -95,8 +108,7 @@ int run_run(const po::variables_map& values) {
             << summary.remaining << " left) in " << fixed(summary.seconds, 1) << " s\n";
   if (summary.remaining > 0)
     std::cout << "sinkgrad run: stopped by " << (summary.interrupted ? "a signal" : "--max-runs")
-              << "; complete it with: sinkgrad run " << path << " --output " << options.output
-              << " --resume\n";
+              << "; complete it with: " << resume_command(path, overrides, options.output) << "\n";
   return summary.interrupted ? exit_interrupted : exit_ok;
 }
 
@@ -109,32 +121,49 @@ Command make_run_command() {
       "Run a study: the sweep a definition file describes (inputs x forward x solvers x "
       "devices), every solver measured against the exact unrolled and the converged "
       "gradients; writes an HDF5 log.";
-  command.usage = "DEFINITION.ini [--output LOG.h5] [--resume] [--device cpu|cuda|default ...]";
+  command.usage =
+      "DEFINITION.ini [SECTION.KEY=VALUE ...] [--output LOG.h5] [--resume] "
+      "[--device cpu|cuda|default ...] [--quiet]";
   command.description =
-      "The definition format and the log's schema are in docs/experiments.md; bundled "
-      "studies are experiments/*.ini. Each run is written and flushed when it finishes: a "
-      "killed sweep keeps every finished run, and --resume runs only the missing ones (a log "
-      "made from another definition is refused). Ctrl-C (SIGINT) or SIGTERM stops after the run "
-      "in progress is written (exit code 130); a second one stops at once. An existing log is "
-      "never overwritten without --resume. A wrong definition is rejected before anything is "
-      "computed (exit code 2).\n"
-      "Pictures: python3 experiments/plot.py LOG.h5\n"
-      "Example: sinkgrad run experiments/headline.ini --output results/headline.h5 --resume";
+      "The definition format and the log's schema are in docs/experiments.md. Any key of the "
+      "definition can be replaced on the command line, lists included: 'sinkgrad run "
+      "headline.ini inputs.n=4 forward.T=1,2,5'; the overrides are recorded in the log. Each "
+      "run is written and flushed when it finishes: a killed sweep keeps every finished run, "
+      "and --resume runs only the missing ones (a log of another study, i.e. a different "
+      "value of any key after the overrides, is refused naming the key; comments and layout "
+      "do not matter). Ctrl-C (SIGINT) or SIGTERM stops after the run in progress is written "
+      "(exit code 130); a second one stops at once. An existing log is never overwritten "
+      "without --resume. A wrong definition is rejected before anything is computed (exit "
+      "code 2). Progress goes to stderr: a live line on a terminal, otherwise a line every "
+      "tenth of the sweep or every 10 s.\n"
+      "Bundled studies: " +
+      studies_directory() +
+      "/*.ini\n"
+      "Pictures: python3 " +
+      plot_script() +
+      " LOG.h5\n"
+      "Tables: sinkgrad summary LOG.h5 [--csv]\n"
+      "Example: sinkgrad run " +
+      studies_directory() + "/headline.ini inputs.n=4 --output headline_n4.h5 --resume";
   command.add_options = [](po::options_description& options) {
     options.add_options()  //
         ("definition", po::value<std::string>()->required()->value_name("DEFINITION.ini"),
          "the study definition (also the first positional argument)")  //
         ("output,o", po::value<std::string>()->value_name("LOG.h5"),
-         "the HDF5 log (default: the definition's name with .h5)")                              //
+         "the HDF5 log (default: the definition's name with .h5, in the current directory)")    //
         ("resume", "complete an existing log: run only what it lacks (creates it if missing)")  //
         ("device", po::value<std::vector<std::string>>()->multitoken()->value_name("DEVICE"),
          "replaces the definition's [run] devices: cpu, cuda, default (cuda when a GPU is "
          "usable, else cpu)")  //
         ("max-runs", po::value<long long>()->value_name("K"),
          "stop after K new runs (the log stays resumable)")  //
-        ("quiet,q", "no progress line (it is drawn only on a terminal anyway)");
+        ("override", po::value<std::vector<std::string>>()->value_name("SECTION.KEY=VALUE"),
+         "replaces a key of the definition, e.g. inputs.n=4 or forward.T=1,2,5 (also any "
+         "positional argument after the definition)")  //
+        ("quiet,q", "no progress on stderr");
   };
   command.positional = {"definition"};
+  command.positional_rest = "override";
   command.run = run_run;
   return command;
 }

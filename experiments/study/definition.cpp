@@ -1,7 +1,6 @@
 #include "experiments/study/definition.hpp"
 
 #include <algorithm>
-#include <boost/program_options.hpp>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -10,12 +9,12 @@
 #include <set>
 #include <sstream>
 
+#include "experiments/study/definition_entries.hpp"
+
 #include "experiments/io/hdf5.hpp"
 
 namespace sinkgrad::study {
 namespace {
-
-namespace po = boost::program_options;
 
 // The fixed sections and keys, each with what it accepts (used in every message).
 using KeyTable = std::map<std::string, std::map<std::string, std::string>>;
@@ -49,18 +48,8 @@ std::string joined(const std::vector<std::string>& items, const std::string& sep
   return text;
 }
 
-std::string trim(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return "";
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
-}
-
-// "[inputs] n" for "inputs.n".
 std::string where(const std::string& key) {
-  const auto dot = key.rfind('.');
-  if (dot == std::string::npos) return "key '" + key + "' (outside any section)";
-  return "[" + key.substr(0, dot) + "] " + key.substr(dot + 1);
+  return key_label(key);
 }
 
 class Reader {
@@ -328,48 +317,25 @@ bool parse_bool(const Reader& reader, const std::string& key) {
 
 }  // namespace
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::string current;
-  int depth = 0;
-  for (const char c : text) {
-    if (c == '(') ++depth;
-    if (c == ')') --depth;
-    if (c == ',' && depth == 0) {
-      items.push_back(trim(current));
-      current.clear();
-    } else {
-      current += c;
-    }
-  }
-  if (!trim(current).empty() || !items.empty()) items.push_back(trim(current));
-  return items;
-}
-
 StudyDefinition parse_definition(const std::string& text, const std::string& base_directory,
-                                 const SolverRegistry& registry, const std::string& source_name) {
+                                 const SolverRegistry& registry, const std::string& source_name,
+                                 const std::vector<std::string>& overrides) {
   const std::string source = "'" + source_name + "'";
-  std::map<std::string, std::string> entries;
-  try {
-    std::istringstream stream(text);
-    const po::options_description none;
-    const po::parsed_options parsed = po::parse_config_file(stream, none, true);
-    for (const po::option& option : parsed.options) {
-      const std::string value = option.value.empty() ? "" : option.value.front();
-      if (!entries.emplace(option.string_key, value).second)
-        throw DefinitionError("definition " + source + ": " + where(option.string_key) +
-                              ": given twice; give each key once (a list is comma-separated)");
-    }
-  } catch (const po::error& error) {
-    throw DefinitionError("definition " + source + ": syntax error: " + error.what() +
-                          " (the format is INI: '[section]' lines and 'key = value' lines)");
+  std::map<std::string, std::string> entries = read_entries(text, source);
+  // Each override is checked on its own first, so that an unknown key names the override.
+  for (const std::string& given : overrides) {
+    const auto [key, value] = parse_override(given);
+    check_keys(Reader(source + " (override '" + given + "')", {{key, value}}), registry);
+    entries[key] = value;
   }
-  const Reader reader(source, std::move(entries));
+  const Reader reader(source, entries);
   check_keys(reader, registry);
 
   StudyDefinition definition;
   definition.text = text;
   definition.source_path = source_name;
+  definition.overrides = overrides;
+  definition.entries = std::move(entries);
   if (reader.has("study.name")) definition.name = trim(reader.raw("study.name"));
   if (reader.has("study.description"))
     definition.description = trim(reader.raw("study.description"));
@@ -450,13 +416,14 @@ StudyDefinition parse_definition(const std::string& text, const std::string& bas
   return definition;
 }
 
-StudyDefinition read_definition(const std::string& path, const SolverRegistry& registry) {
+StudyDefinition read_definition(const std::string& path, const SolverRegistry& registry,
+                                const std::vector<std::string>& overrides) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw DefinitionError("cannot read the definition file '" + path + "'");
   std::ostringstream text;
   text << file.rdbuf();
   const std::string directory = std::filesystem::path(path).parent_path().string();
-  return parse_definition(text.str(), directory, registry, path);
+  return parse_definition(text.str(), directory, registry, path, overrides);
 }
 
 }  // namespace sinkgrad::study

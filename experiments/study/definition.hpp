@@ -27,6 +27,7 @@
 #include "core/error.hpp"
 #include "core/solver_registry.hpp"
 #include "core/types.hpp"
+#include "experiments/study/definition_entries.hpp"
 
 namespace sinkgrad::study {
 
@@ -58,7 +59,9 @@ struct SolverSweep {
 };
 
 struct StudyDefinition {
-  std::string text;  // the file's full text, as read
+  std::string text;                    // the file's full text, as read
+  std::vector<std::string> overrides;  // "section.key=value" as given on the command line
+  Entries entries;                     // the parsed study after the overrides (its identity)
   std::string source_path;
   std::string name;
   std::string description;
@@ -84,14 +87,14 @@ struct StudyDefinition {
 };
 
 // Parses and checks a definition. base_directory resolves relative file(...) paths;
-// source_name names the definition in messages.
+// source_name names the definition in messages. Each override "section.key=value" replaces
+// (or adds) that key before the checks; an override naming an unknown key is refused.
 StudyDefinition parse_definition(const std::string& text, const std::string& base_directory,
                                  const SolverRegistry& registry,
-                                 const std::string& source_name = "<text>");
+                                 const std::string& source_name = "<text>",
+                                 const std::vector<std::string>& overrides = {});
 // Reads the file, then parse_definition relative to its directory.
-StudyDefinition read_definition(const std::string& path, const SolverRegistry& registry);
-
-// Splits "a, f(b, c), d" at top-level commas (not inside parentheses); trims each part.
-std::vector<std::string> split_list(const std::string& text);
+StudyDefinition read_definition(const std::string& path, const SolverRegistry& registry,
+                                const std::vector<std::string>& overrides = {});
 
 }  // namespace sinkgrad::study

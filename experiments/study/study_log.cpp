@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "experiments/study/log_descriptions.hpp"
+
 namespace sinkgrad::study {
 namespace {
 
@@ -30,7 +32,7 @@ void write_metrics(const h5::Group& run, const std::string& name, const ErrorMet
   h5::write_double_attribute(group, "frobenius_p95", m.frobenius_p95);
   h5::write_double_attribute(group, "frobenius_max", m.frobenius_max);
   h5::write_int_attribute(group, "measured", m.measured);
-  h5::write_vector<double>(group, "frobenius", m.frobenius);
+  described(h5::write_vector<double>(group, "frobenius", m.frobenius));
 }
 
 std::optional<HostBatch<double>> read_gradient(const h5::File& file, const std::string& path,
@@ -52,12 +54,17 @@ StudyLog StudyLog::open(const std::string& path, const LogHeader& header, bool r
         h5::read_string_attribute(file, "schema") != log_schema)
       throw Error("'" + path + "' is not a sinkgrad study log (no attribute schema = " +
                   log_schema + "); give another --output");
-    if (h5::read_string_attribute(file, "definition") != header.definition)
-      throw Error("'" + path +
-                  "' was made from a different definition (its text, stored in the "
-                  "attribute 'definition', differs from '" +
+    // Logs written before the canonical study was stored: derive it from the definition text.
+    const Entries logged =
+        h5::has_attribute(file, "study")
+            ? read_entries(h5::read_string_attribute(file, "study"), "'" + path + "'")
+            : read_entries(h5::read_string_attribute(file, "definition"), "'" + path + "'");
+    if (const std::string difference = first_difference(logged, header.study); !difference.empty())
+      throw Error("'" + path + "' was made from a different study: " + difference + " ('" +
                   header.definition_path +
-                  "'); resume only with the same definition, or give another --output");
+                  "' with its overrides); resume only with the same values, or give another "
+                  "--output");
+    write_descriptions(file);  // logs of older versions lack them
     StudyLog log(std::move(file), path);
     log.remove_unfinished("runs");
     log.remove_unfinished("inputs");
@@ -77,11 +84,14 @@ StudyLog StudyLog::open(const std::string& path, const LogHeader& header, bool r
   h5::write_int_attribute(file, "schema_version", log_schema_version);
   h5::write_string_attribute(file, "tool_version", header.tool_version);
   h5::write_string_attribute(file, "definition", header.definition);
+  h5::write_string_attribute(file, "study", canonical_text(header.study));
+  h5::write_string_attribute(file, "overrides", header.overrides);
   h5::write_string_attribute(file, "definition_path", header.definition_path);
   h5::write_string_attribute(file, "study_name", header.study_name);
   h5::write_string_attribute(file, "started", header.started);
   h5::write_string_attribute(file, "host", header.host);
   h5::write_string_attribute(file, "devices", header.devices);
+  write_descriptions(file);
   file.create_group("inputs");
   file.create_group("references");
   file.create_group("runs");
@@ -117,8 +127,8 @@ void StudyLog::write_input(const InputSpec& input, const HostBatch<double>& logi
   h5::write_int_attribute(group, "batch", input.batch);
   h5::write_string_attribute(group, "logits_source", input.logits.text);
   h5::write_int_attribute(group, "seed", static_cast<std::int64_t>(input.seed));
-  h5::write_batch<double>(group, "logits", logits.view());
-  h5::write_batch<double>(group, "grad_output", grad_output.view());
+  described(h5::write_batch<double>(group, "logits", logits.view()));
+  described(h5::write_batch<double>(group, "grad_output", grad_output.view()));
   mark_finished(group);
   file_.flush();
 }
@@ -134,7 +144,7 @@ void StudyLog::write_unrolled_reference(const InputSpec& input, Precision precis
   const h5::Group group =
       file_.require_group(reference_path(input, precision, "T_" + std::to_string(T)));
   h5::write_int_attribute(group, "T", T);
-  h5::write_batch<double>(group, "grad", gradient.view());
+  described(h5::write_batch<double>(group, "grad", gradient.view()));
   mark_finished(group);
   file_.flush();
 }
@@ -159,7 +169,7 @@ void StudyLog::write_converged_reference(const InputSpec& input, Precision preci
   h5::write_int_attribute(group, "T", reference.T);
   h5::write_double_attribute(group, "violation_max", reference.violation_max);
   h5::write_int_attribute(group, "reached", reference.reached ? 1 : 0);
-  h5::write_batch<double>(group, "grad", reference.gradient.view());
+  described(h5::write_batch<double>(group, "grad", reference.gradient.view()));
   mark_finished(group);
   file_.flush();
 }
@@ -210,21 +220,22 @@ void StudyLog::write_run(const RunSpec& run, const InputSpec& input, const RunRe
     names.append(code ? "," : "").append(to_string(static_cast<SolveStatus>(code)));
   h5::write_string_attribute(group, "status_names", names);
   // Arrays.
-  h5::write_vector<std::int32_t>(group, "iterations", record.iterations);
+  described(h5::write_vector<std::int32_t>(group, "iterations", record.iterations));
   write_metrics(group, "error_vs_unrolled", record.vs_unrolled);
   write_metrics(group, "error_vs_converged", record.vs_converged);
   if (!record.residual_median.empty()) {
     const h5::Group convergence = group.create_group("convergence");
-    h5::write_vector<double>(convergence, "residual_median", record.residual_median);
-    h5::write_vector<double>(convergence, "residual_max", record.residual_max);
-    h5::write_vector<double>(convergence, "relative_residual_median",
-                             record.relative_residual_median);
-    h5::write_vector<double>(convergence, "relative_residual_max", record.relative_residual_max);
+    described(h5::write_vector<double>(convergence, "residual_median", record.residual_median));
+    described(h5::write_vector<double>(convergence, "residual_max", record.residual_max));
+    described(h5::write_vector<double>(convergence, "relative_residual_median",
+                                       record.relative_residual_median));
+    described(h5::write_vector<double>(convergence, "relative_residual_max",
+                                       record.relative_residual_max));
     if (!record.iterate_error_unrolled_median.empty()) {
-      h5::write_vector<double>(convergence, "iterate_error_vs_unrolled_median",
-                               record.iterate_error_unrolled_median);
-      h5::write_vector<double>(convergence, "iterate_error_vs_converged_median",
-                               record.iterate_error_converged_median);
+      described(h5::write_vector<double>(convergence, "iterate_error_vs_unrolled_median",
+                                         record.iterate_error_unrolled_median));
+      described(h5::write_vector<double>(convergence, "iterate_error_vs_converged_median",
+                                         record.iterate_error_converged_median));
     }
   }
   mark_finished(group);

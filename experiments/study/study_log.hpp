@@ -3,7 +3,8 @@
 // inputs, the references and one group per finished run:
 //
 //   /                                  attrs: schema, schema_version, tool_version, definition,
-//                                             definition_path, study_name, started, host, devices
+//                                             study, overrides, definition_path, study_name,
+//                                             started, host, devices
 //   /inputs/input_<hash>               attrs: key, n, batch, logits, seed; logits, grad_output
 //   /references/input_<hash>/<precision>/converged     grad; attrs T, violation_max, reached
 //   /references/input_<hash>/<precision>/T_<T>         grad; attrs T
@@ -23,6 +24,7 @@
 #include "core/batch.hpp"
 #include "core/status.hpp"
 #include "experiments/io/hdf5.hpp"
+#include "experiments/study/definition_entries.hpp"
 #include "experiments/study/metrics.hpp"
 #include "experiments/study/references.hpp"
 #include "experiments/study/sweep.hpp"
@@ -30,11 +32,13 @@
 namespace sinkgrad::study {
 
 inline constexpr const char* log_schema = "sinkgrad-study-log";
-inline constexpr std::int64_t log_schema_version = 1;
+inline constexpr std::int64_t log_schema_version = 2;  // 2: study, overrides, descriptions
 
 struct LogHeader {
   std::string tool_version;
   std::string definition;  // full text
+  Entries study;           // the parsed definition after the overrides: what --resume compares
+  std::string overrides;   // the command-line overrides, one "section.key=value" a line
   std::string definition_path;
   std::string study_name;
   std::string started;  // ISO 8601, UTC
@@ -67,7 +71,8 @@ struct RunRecord {
 class StudyLog {
  public:
   // Without resume: creates the file and refuses an existing one. With resume: opens the
-  // file when it exists (it must be a study log of the same definition text) and removes the
+  // file when it exists (it must be a study log of the same parsed, overridden study: comments
+  // and layout may differ, values may not) and removes the
   // groups a killed sweep left unfinished, or creates it when it does not.
   static StudyLog open(const std::string& path, const LogHeader& header, bool resume);
 

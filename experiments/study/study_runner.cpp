@@ -386,6 +386,8 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
   LogHeader header;
   header.tool_version = options.tool_version;
   header.definition = definition.text;
+  header.study = definition.entries;
+  for (const std::string& given : definition.overrides) header.overrides += given + "\n";
   header.definition_path = definition.source_path;
   header.study_name = definition.name;
   header.started = utc_now();
@@ -422,7 +424,7 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
       ++summary.done_now;
     }
   }
-  progress.finish();
+  progress.finish(summary.done_now);
   summary.remaining = todo.size() - summary.done_now;
   summary.seconds = seconds_since(start);
   return summary;

@@ -12,6 +12,7 @@
 
 #include "core/types.hpp"
 #include "experiments/study/definition.hpp"
+#include "experiments/study/progress_line.hpp"
 
 namespace sinkgrad::study {
 
@@ -20,7 +21,7 @@ struct RunnerOptions {
   bool resume = false;                  // complete an existing log instead of refusing it
   std::vector<std::string> devices;     // replaces the definition's [run] devices when not empty
   std::optional<std::size_t> max_runs;  // stop after this many new runs (the log stays resumable)
-  bool progress = false;                // draw the progress line (on a terminal)
+  ProgressMode progress = ProgressMode::off;  // how progress is shown on stderr
   std::string tool_version;
   // When not null and set (e.g. by a SIGINT handler), the sweep stops after the run in progress
   // has been written: the log stays complete and resumable.

@@ -11,8 +11,8 @@ import sys
 import h5py
 import numpy as np
 
-ROOT_ATTRS = ["schema", "schema_version", "tool_version", "definition", "definition_path",
-              "study_name", "started", "host", "devices"]
+ROOT_ATTRS = ["schema", "schema_version", "tool_version", "definition", "study", "overrides",
+              "definition_path", "study_name", "started", "host", "devices"]
 RUN_ATTRS = ["key", "input", "n", "batch", "logits_source", "seed", "T", "precision", "solver",
              "options", "device", "started", "wall_seconds", "forward_violation_max",
              "forward_violation_median", "converged_T", "solve_seconds", "solve_seconds_min",
@@ -35,12 +35,59 @@ def require(condition, message):
         fail(message)
 
 
+def described_kind(name):
+    """The /descriptions group that describes the attributes of the object at name."""
+    parts = name.strip("/").split("/")
+    if parts == [""]:
+        return "root"
+    if parts[0] == "inputs" and len(parts) == 2:
+        return "inputs"
+    if parts[0] == "references" and len(parts) == 4:
+        return "references_converged" if parts[3] == "converged" else "references_T"
+    if parts[0] == "runs" and len(parts) == 2:
+        return "runs"
+    if parts[0] == "runs" and len(parts) == 3 and parts[2].startswith("error_vs_"):
+        return "runs_errors"
+    return None
+
+
+def check_descriptions(log):
+    """Every attribute has a description and a unit under /descriptions; every dataset carries
+    the attributes description and unit."""
+    require("descriptions" in log, "group /descriptions missing")
+    checked = [0]
+
+    def visit(name, obj):
+        if name.startswith("descriptions"):
+            return
+        if isinstance(obj, h5py.Dataset):
+            for attr in ("description", "unit"):
+                require(attr in obj.attrs, f"dataset /{name} lacks attribute {attr}")
+            require(len(obj.attrs["description"]) > 0, f"dataset /{name}: empty description")
+            checked[0] += 1
+            return
+        kind = described_kind(name)
+        if kind is None:
+            require(len(obj.attrs) == 0, f"group /{name} has undescribed attributes")
+            return
+        table = log["descriptions"][kind].attrs
+        for attr in obj.attrs:
+            entry = "option.*" if attr.startswith("option.") else attr
+            require(entry in table and entry + ".unit" in table,
+                    f"attribute {attr} of /{name} is not described in /descriptions/{kind}")
+            checked[0] += 1
+
+    visit("", log)
+    log.visititems(visit)
+    require(checked[0] > 0, "nothing was checked for descriptions")
+
+
 def main(path):
     with h5py.File(path, "r") as log:
         for name in ROOT_ATTRS:
             require(name in log.attrs, f"root attribute {name} missing")
         require(log.attrs["schema"] == "sinkgrad-study-log", "wrong schema")
-        require(int(log.attrs["schema_version"]) == 1, "wrong schema_version")
+        require(int(log.attrs["schema_version"]) == 2, "wrong schema_version")
         for group in ("inputs", "references", "runs"):
             require(group in log, f"group /{group} missing")
         for name, group in log["inputs"].items():
@@ -83,6 +130,7 @@ def main(path):
                 for dataset in ITERATES:
                     if dataset in c:
                         require(c[dataset].shape == (K,), f"{c.name}/{dataset} shape")
+        check_descriptions(log)
         print(f"check_log_schema: {path}: {len(runs)} runs, {len(log['inputs'])} inputs: ok")
 
 

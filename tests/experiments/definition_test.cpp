@@ -241,5 +241,41 @@ TEST(Definition, SplitListKeepsParenthesesTogether) {
   EXPECT_EQ(split_list("a,,b"), (std::vector<std::string>{"a", "", "b"}));
 }
 
+TEST(DefinitionEntries, CanonicalFormIgnoresLayoutAndNamesTheFirstDifference) {
+  EXPECT_EQ(canonical_value(" 1 ,2,  3 "), "1, 2, 3");
+  EXPECT_EQ(canonical_value("uniform( 0 ,4), file(a  b.h5,x)"), "uniform(0, 4), file(a b.h5, x)");
+  const Entries a = read_entries("[forward]\nT = 1, 2 # comment\n[inputs]\nn=4\n", "a");
+  const Entries b = read_entries("# header\n[inputs]\n n = 4\n\n[forward]\nT=1,2\n", "b");
+  EXPECT_EQ(first_difference(a, b), "");
+  EXPECT_EQ(read_entries(canonical_text(a), "canonical"), canonical_entries(a));
+  Entries c = b;
+  c["forward.T"] = "1, 3";
+  EXPECT_EQ(first_difference(a, c), "[forward] T: '1, 2' in the log, '1, 3' now");
+  c.erase("forward.T");
+  EXPECT_EQ(first_difference(a, c), "[forward] T: '1, 2' in the log, not given now");
+}
+
+TEST(DefinitionEntries, OverridesReplaceKeysAndUnknownOnesAreRefused) {
+  const std::string text =
+      "[inputs]\nn = 4\nbatch = 2\nlogits = uniform(0, 4)\n[forward]\nT = 2\n[solvers]\n"
+      "use = cg_corrected\n";
+  const StudyDefinition definition = parse_definition(text, "", SolverRegistry::global(), "o.ini",
+                                                      {"forward.T=1, 5", "inputs.batch=3"});
+  EXPECT_EQ(definition.iterations, (std::vector<int>{1, 5}));
+  EXPECT_EQ(definition.batch, 3);
+  EXPECT_EQ(definition.entries.at("forward.T"), "1, 5");
+  try {
+    parse_definition(text, "", SolverRegistry::global(), "o.ini", {"forward.steps=3"});
+    ADD_FAILURE() << "an unknown key was accepted";
+  } catch (const DefinitionError& error) {
+    EXPECT_NE(std::string(error.what()).find("override 'forward.steps=3'"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(parse_override("T=3"), DefinitionError);
+  EXPECT_THROW(parse_override("forward.T"), DefinitionError);
+  EXPECT_EQ(parse_override(" forward.T = 1,2 "),
+            (std::pair<std::string, std::string>{"forward.T", "1,2"}));
+}
+
 }  // namespace
 }  // namespace sinkgrad::study

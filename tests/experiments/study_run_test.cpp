@@ -256,13 +256,14 @@ TEST(StudyRun, LogsAreNeverOverwrittenOrMixed) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("--resume"), std::string::npos) << error.what();
   }
-  definition.text += "\n# edited\n";
+  definition.entries["forward.T"] = "1,4,8";
   options.resume = true;
   try {
     run_study(definition, options);
-    ADD_FAILURE() << "a log of another definition was resumed";
+    ADD_FAILURE() << "a log of another study was resumed";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("different definition"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("[forward] T: '1, 4' in the log, '1, 4, 8' now"),
+              std::string::npos)
         << error.what();
   }
   EXPECT_EQ(logged_ids(path).size(), 1u);

@@ -1,7 +1,10 @@
 """Prints the truncated_unrolled runs of a study log (the HDF5 file of `sinkgrad run`)."""
 import sys
 
-import h5py
+try:
+    import h5py
+except ImportError:
+    sys.exit("show_log.py needs h5py: apt-get install python3-h5py (or pip install h5py)")
 
 
 def text(value):

@@ -1,0 +1,219 @@
+#include "experiments/study/log_summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "experiments/io/hdf5.hpp"
+#include "experiments/study/study_log.hpp"
+
+namespace sinkgrad::study {
+namespace {
+
+// The options every row keeps for --where option.NAME, next to the visible columns.
+constexpr const char* option_prefix = "option.";
+
+std::string number(double value, bool exact) {
+  if (std::isnan(value)) return "nan";
+  char text[40];
+  std::snprintf(text, sizeof text, exact ? "%.17g" : "%.3g", value);
+  return text;
+}
+
+struct Row {
+  std::vector<std::string> cells;
+  std::map<std::string, std::string> options;
+  std::tuple<std::string, std::int64_t, std::int64_t, std::string, std::string, std::string,
+             std::string, std::int64_t>
+      order;
+};
+
+bool has_column(const SummaryTable& table, const std::string& name, std::size_t* index) {
+  const auto found = std::find(table.columns.begin(), table.columns.end(), name);
+  if (found == table.columns.end()) return false;
+  *index = static_cast<std::size_t>(found - table.columns.begin());
+  return true;
+}
+
+bool same_value(const std::string& cell, const std::string& wanted, bool numeric) {
+  if (!numeric) return cell == wanted;
+  char* end = nullptr;
+  const double a = std::strtod(cell.c_str(), nullptr);
+  const double b = std::strtod(wanted.c_str(), &end);
+  if (end == wanted.c_str() || *end != '\0') return cell == wanted;
+  return a == b || std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+}  // namespace
+
+SummaryTable summarise_log(const std::string& path, bool exact) {
+  const h5::File log = h5::File::open(path);
+  if (!h5::has_attribute(log, "schema") || h5::read_string_attribute(log, "schema") != log_schema)
+    throw Error("'" + path + "' is not a sinkgrad study log (no attribute schema = " + log_schema +
+                ")");
+  std::vector<std::string> statuses;
+  SummaryTable table;
+  const auto add = [&](const std::string& name, const std::string& unit, bool numeric) {
+    table.columns.push_back(name);
+    table.units.push_back(unit);
+    table.numeric.push_back(numeric);
+  };
+  for (const char* name :
+       {"logits", "n", "batch", "seed", "precision", "solver", "options", "device", "T"})
+    add(name, "",
+        std::string(name) == "n" || std::string(name) == "batch" || std::string(name) == "seed" ||
+            std::string(name) == "T");
+  for (const char* reference : {"unrolled", "converged"})
+    for (const char* statistic : {"median", "p95", "max"})
+      add(std::string("err_") + reference + "_" + statistic, "relative", true);
+
+  std::vector<Row> rows;
+  const h5::Group runs = log.open_group("runs");
+  for (const std::string& id : runs.children()) {
+    const h5::Group run = runs.open_group(id);
+    if (!h5::has_attribute(run, "complete") || h5::read_int_attribute(run, "complete") != 1)
+      continue;
+    Row row;
+    const std::string logits = h5::read_string_attribute(run, "logits_source");
+    const std::int64_t n = h5::read_int_attribute(run, "n");
+    const std::int64_t seed = h5::read_int_attribute(run, "seed");
+    const std::int64_t T = h5::read_int_attribute(run, "T");
+    const std::string precision = h5::read_string_attribute(run, "precision");
+    const std::string solver = h5::read_string_attribute(run, "solver");
+    const std::string options = h5::read_string_attribute(run, "options");
+    const std::string device = h5::read_string_attribute(run, "device");
+    row.order = {logits, n, seed, precision, solver, options, device, T};
+    row.cells = {logits,
+                 std::to_string(n),
+                 std::to_string(h5::read_int_attribute(run, "batch")),
+                 std::to_string(seed),
+                 precision,
+                 solver,
+                 options,
+                 device,
+                 std::to_string(T)};
+    for (const char* group : {"error_vs_unrolled", "error_vs_converged"}) {
+      const h5::Group metrics = run.open_group(group);
+      for (const char* statistic : {"frobenius_median", "frobenius_p95", "frobenius_max"})
+        row.cells.push_back(number(h5::read_double_attribute(metrics, statistic), exact));
+    }
+    // Status counts, one column per status name the log lists.
+    const std::vector<std::int64_t> counts = h5::read_int_array_attribute(run, "status_counts");
+    std::vector<std::string> names;
+    const std::string listed = h5::read_string_attribute(run, "status_names");
+    for (std::size_t start = 0; start <= listed.size();) {
+      const auto comma = std::min(listed.find(',', start), listed.size());
+      names.push_back(listed.substr(start, comma - start));
+      start = comma + 1;
+    }
+    if (statuses.empty()) statuses = names;
+    if (names != statuses || counts.size() != names.size())
+      throw Error("'" + path + "': run " + id + " lists other status names than the first run");
+    for (const std::int64_t count : counts) row.cells.push_back(std::to_string(count));
+    row.cells.push_back(number(h5::read_double_attribute(run, "iterations_mean"), exact));
+    row.cells.push_back(std::to_string(h5::read_int_attribute(run, "iterations_max")));
+    row.cells.push_back(number(h5::read_double_attribute(run, "solve_seconds"), exact));
+    row.cells.push_back(number(h5::read_double_attribute(run, "wall_seconds"), exact));
+    for (const std::string& attribute : h5::attribute_names(run))
+      if (attribute.rfind(option_prefix, 0) == 0)
+        row.options[attribute] = h5::read_string_attribute(run, attribute);
+    rows.push_back(std::move(row));
+  }
+  if (statuses.empty()) statuses = {"ok", "not_converged", "breakdown", "invalid_input"};
+  for (const std::string& status : statuses) add(status, "matrices", true);
+  add("iterations_mean", "", true);
+  add("iterations_max", "", true);
+  add("solve_seconds", "s", true);
+  add("wall_seconds", "s", true);
+
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.order < b.order; });
+  for (const Row& row : rows) {
+    table.rows.push_back(row.cells);
+    table.row_options.push_back(row.options);
+  }
+  return table;
+}
+
+void keep_rows_where(SummaryTable& table, const std::vector<std::string>& conditions,
+                     const std::string& path) {
+  for (const std::string& condition : conditions) {
+    const auto equals = condition.find('=');
+    const std::string key = condition.substr(0, equals);
+    std::size_t column = 0;
+    const bool is_column = equals != std::string::npos && has_column(table, key, &column);
+    if (!is_column && (equals == std::string::npos || key.rfind(option_prefix, 0) != 0)) {
+      std::string names;
+      for (const std::string& name : table.columns) names += (names.empty() ? "" : ", ") + name;
+      throw Error("--where '" + condition + "': " +
+                  (equals == std::string::npos ? std::string("not COLUMN=VALUE")
+                                               : "no column '" + key + "' in '" + path + "'") +
+                  "; columns: " + names + ", option.NAME");
+    }
+    const std::string wanted = condition.substr(equals + 1);
+    std::size_t kept = 0;
+    for (std::size_t r = 0; r < table.rows.size(); ++r) {
+      bool match = false;
+      if (is_column) {
+        match = same_value(table.rows[r][column], wanted, table.numeric[column]);
+      } else {
+        const auto found = table.row_options[r].find(key);
+        match = found != table.row_options[r].end() && found->second == wanted;
+      }
+      if (!match) continue;
+      if (kept != r) {  // a self-move would empty the row
+        table.rows[kept] = std::move(table.rows[r]);
+        table.row_options[kept] = std::move(table.row_options[r]);
+      }
+      ++kept;
+    }
+    table.rows.resize(kept);
+    table.row_options.resize(kept);
+  }
+}
+
+std::string csv_text(const SummaryTable& table) {
+  std::string text;
+  const auto line = [&text](const std::vector<std::string>& cells) {
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0) text += ',';
+      text += csv_field(cells[c]);
+    }
+    text += '\n';
+  };
+  line(table.columns);
+  for (const auto& row : table.rows) line(row);
+  return text;
+}
+
+std::string aligned_text(const SummaryTable& table) {
+  std::vector<std::size_t> width(table.columns.size());
+  for (std::size_t c = 0; c < table.columns.size(); ++c) {
+    width[c] = table.columns[c].size();
+    for (const auto& row : table.rows) width[c] = std::max(width[c], row[c].size());
+  }
+  const auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      text += (c ? "  " : "") + (table.numeric[c] ? pad + cells[c] : cells[c] + pad);
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    return text + "\n";
+  };
+  std::string text = line(table.columns);
+  for (const auto& row : table.rows) text += line(row);
+  return text;
+}
+
+}  // namespace sinkgrad::study
