@@ -1,5 +1,5 @@
 # `cmake --install`: libsinkgrad, the headers a solver plugin compiles against, the command-line
-# tool, and the CMake package that lets an outside project write
+# tool, the C ABI libsinkgrad_c with the Python package over it, and the CMake package that lets an outside project write
 #     find_package(sinkgrad 0.1 REQUIRED)
 #     target_link_libraries(my_plugin PRIVATE sinkgrad::sinkgrad)
 # Included once from the top-level CMakeLists.txt, after every target is defined.
@@ -36,6 +36,12 @@ if(TARGET sinkgrad_cli)
     INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}" INSTALL_RPATH_USE_LINK_PATH TRUE)
   install(TARGETS sinkgrad_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+
+# The C ABI (libsinkgrad_c, next to libsinkgrad, which it finds through $ORIGIN) and its
+# header; the Python package that loads it is installed by python/CMakeLists.txt.
+set_target_properties(sinkgrad_c PROPERTIES INSTALL_RPATH "$ORIGIN" INSTALL_RPATH_USE_LINK_PATH TRUE)
+install(TARGETS sinkgrad_c LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/experiments/capi/sinkgrad_c.h DESTINATION include/sinkgrad)
 
 # Where the package looks for the CUDA toolkit first (the one this build used).
 set(SINKGRAD_CUDA_TOOLKIT_ROOT "")
