@@ -130,6 +130,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--no-compile", dest="compile", action="store_false")
     args = parser.parse_args()
+    args.compile = args.compile and hasattr(torch, "compile")  # torch >= 2.0
     te = te_sinkhorn() if args.device == "cuda" else None
     columns = ["layer unrolled", "raw unrolled", "layer cg_corrected", "raw cg_corrected",
                "torch autograd"] + (["torch.compile"] if args.compile else []) + \
