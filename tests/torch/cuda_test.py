@@ -16,7 +16,6 @@ from reference import import_layer, inputs, relative
 sgt = import_layer()
 from sinkgrad import _kernels, _ops  # noqa: E402
 
-SOLVERS = ("unrolled", "cg_plain", "cg_corrected", "direct")
 BITWISE = ("cg_plain", "cg_corrected")  # one summation order and FMA on both devices
 
 
@@ -31,10 +30,13 @@ def run(M, T, G, device, **kwargs):
 
 class SameAsCpu(unittest.TestCase):
     def test_every_solver_in_both_precisions(self):
+        # cg_plain is compared in the next test, from the same R: its plain system is so
+        # ill-conditioned near convergence (docs/math.md) that the forwards' rounding differences
+        # move its iterates.
         for dtype in (torch.float32, torch.float64):
             for n in (4, 8, 16):
                 M, G = inputs(300, n, seed=20 + n, dtype=dtype)
-                for backward in SOLVERS:
+                for backward in ("unrolled", "cg_corrected", "direct"):
                     R_cpu, grad_cpu, status_cpu = run(M, 20, G, "cpu", backward=backward)
                     R, grad, status = run(M, 20, G, "cuda", backward=backward)
                     what = (backward, dtype, n)

@@ -7,8 +7,6 @@ import os
 import sys
 import unittest
 
-import torch
-
 from reference import inputs, relative, unrolled_torch
 
 PREFIX = None
