@@ -1,5 +1,5 @@
 # `cmake --install`: libsinkgrad, the headers a solver plugin compiles against, the command-line
-# tool, and the CMake package that lets an outside project write
+# tool, the C ABI libsinkgrad_c with the Python package over it, and the CMake package that lets an outside project write
 #     find_package(sinkgrad 0.1 REQUIRED)
 #     target_link_libraries(my_plugin PRIVATE sinkgrad::sinkgrad)
 # Included once from the top-level CMakeLists.txt, after every target is defined.
@@ -82,9 +82,11 @@ install(FILES ${PROJECT_SOURCE_DIR}/experiments/plot_style.py
         DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # plot.py's modules, found next to it
 
 # ---- Python ---------------------------------------------------------------------------------
-# Every Python module goes to share/sinkgrad/python (put it on PYTHONPATH). sinkgrad_c.py finds
-# the installed libsinkgrad_c through sinkgrad_c_library.txt: its path relative to that folder.
-set(SINKGRAD_INSTALL_PYTHONDIR ${SINKGRAD_INSTALL_SHAREDIR}/python)
+# Every Python module goes to SINKGRAD_PYTHON_INSTALL_DIR (share/sinkgrad/python by default; put
+# it on PYTHONPATH): the sinkgrad package with the PyTorch layer (python/CMakeLists.txt) and
+# sinkgrad_c.py, which finds the installed libsinkgrad_c through sinkgrad_c_library.txt, its
+# path relative to that folder.
+set(SINKGRAD_INSTALL_PYTHONDIR ${SINKGRAD_PYTHON_INSTALL_DIR})
 install(FILES ${PROJECT_SOURCE_DIR}/experiments/capi/sinkgrad_c.py
         DESTINATION ${SINKGRAD_INSTALL_PYTHONDIR})
 if(TARGET sinkgrad_c)

@@ -15,6 +15,9 @@ struct BackwardProblem {
   BatchView<const Real> forward_output;  // R = Sinkhorn_T(exp(M))
   BatchView<const Real> grad_output;     // G = dL/dR
   int forward_iterations = 0;            // T >= 1
+  // The CUDA stream (a cudaStream_t) that a solve of device-memory batches launches on; null
+  // is the legacy default stream. Ignored on the cpu and when batches are staged from the host.
+  void* stream = nullptr;
 };
 
 template <class Real>

@@ -51,6 +51,16 @@ void BackwardSolver::solve(const BackwardProblem<double>& problem,
   checked_solve(problem, result, device);
 }
 
+void BackwardSolver::solve_async(const BackwardProblem<float>& problem,
+                                 const BackwardResult<float>& result) const {
+  checked_solve(problem, result, Device::cuda, false);
+}
+
+void BackwardSolver::solve_async(const BackwardProblem<double>& problem,
+                                 const BackwardResult<double>& result) const {
+  checked_solve(problem, result, Device::cuda, false);
+}
+
 void BackwardSolver::solve_cuda(const BackwardProblem<float>&, const BackwardResult<float>&) const {
   throw Error("solver '" + name() + "' has no CUDA variant");
 }
@@ -62,7 +72,8 @@ void BackwardSolver::solve_cuda(const BackwardProblem<double>&,
 
 template <class Real>
 void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
-                                   const BackwardResult<Real>& result, Device device) const {
+                                   const BackwardResult<Real>& result, Device device,
+                                   bool wait) const {
   const Precision precision = precision_of<Real>();
   if (!info_.supports(precision))
     throw Error("solver '" + name() + "' does not support " + std::string(to_string(precision)));
@@ -100,9 +111,10 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   const std::string what = "solver '" + name() + "' on cuda";
   if (all_in(MemorySpace::device, problem, result)) {
     solve_cuda(problem, result);
-    device::synchronize(what);
+    if (wait) device::synchronize(what);
     return;
   }
+  if (!wait) throw Error("a stream-ordered solve on cuda needs every batch in device memory");
   if (!all_in(MemorySpace::host, problem, result))
     throw Error(
         "a solve on cuda needs every batch in host memory (staged through the GPU) or every "
@@ -114,8 +126,8 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
 }
 
 template void BackwardSolver::checked_solve(const BackwardProblem<float>&,
-                                            const BackwardResult<float>&, Device) const;
+                                            const BackwardResult<float>&, Device, bool) const;
 template void BackwardSolver::checked_solve(const BackwardProblem<double>&,
-                                            const BackwardResult<double>&, Device) const;
+                                            const BackwardResult<double>&, Device, bool) const;
 
 }  // namespace sinkgrad

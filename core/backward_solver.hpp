@@ -50,6 +50,16 @@ class BackwardSolver {
   void solve(const BackwardProblem<double>& problem, const BackwardResult<double>& result,
              Device device = Device::cpu) const;
 
+  // The same checks, then a solve on cuda ordered by stream, for callers that manage their own
+  // (the PyTorch layer): every view in device memory, launched on problem.stream, returning
+  // without waiting for the GPU. Launch errors throw Error at once; errors while the kernels
+  // run surface at the caller's next synchronisation. A plugin must launch on
+  // cuda::stream_of(problem) for this to be ordered (docs/adding-a-solver.md).
+  void solve_async(const BackwardProblem<float>& problem,
+                   const BackwardResult<float>& result) const;
+  void solve_async(const BackwardProblem<double>& problem,
+                   const BackwardResult<double>& result) const;
+
  protected:
   // Host memory in, host memory out.
   virtual void solve_cpu(const BackwardProblem<float>&, const BackwardResult<float>&) const = 0;
@@ -59,9 +69,11 @@ class BackwardSolver {
   virtual void solve_cuda(const BackwardProblem<double>&, const BackwardResult<double>&) const;
 
  private:
+  // wait: whether a solve on cuda waits for the GPU before it returns (solve) or not
+  // (solve_async, device memory only).
   template <class Real>
   void checked_solve(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                     Device device) const;
+                     Device device, bool wait = true) const;
 
   SolverInfo info_;
   OptionValues options_;

@@ -2,11 +2,11 @@
 // forward/forward_team.hpp (one team of lanes per matrix, backend/cuda/launch.cuh), above
 // that the log-domain loop of forward/log_domain.hpp, one thread per matrix.
 
-#include "forward/log_domain.hpp"
-#include "forward/forward_team.hpp"
-#include "forward/forward_cuda.hpp"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/per_matrix_launch.cuh"
+#include "forward/forward_cuda.hpp"
+#include "forward/forward_team.hpp"
+#include "forward/log_domain.hpp"
 
 namespace sinkgrad::cuda {
 namespace {
@@ -61,7 +61,9 @@ __global__ void forward_kernel(BatchView<const Real> logits, int iterations, Bat
 
 template <class Real>
 void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
-                      Real* column_violation, unsigned long long* invalid_count) {
+                      Real* column_violation, unsigned long long* invalid_count,
+                      void* stream_handle) {
+  const auto stream = static_cast<cudaStream_t>(stream_handle);
   if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
   if (logits.batch != R.batch || logits.n != R.n)
     throw Error("forward: logits and R must have the same shape");
@@ -73,7 +75,8 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
       using Shape = decltype(shape);
       launch_teams<Real, Shape>(
           logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
-          ForwardTeam<Real, Shape>{iterations, column_violation, invalid_count}, Staging::on);
+          ForwardTeam<Real, Shape>{iterations, column_violation, invalid_count}, Staging::on, 0,
+          stream);
     });
     return;
   }
@@ -81,14 +84,14 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
   auto kernel = &forward_kernel<Real>;
   const detail::LaunchShape shape =
       detail::plan_launch(kernel, logits.batch, stride * sizeof(Real));
-  kernel<<<shape.blocks, shape.threads, shape.shared_bytes>>>(
+  kernel<<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(
       logits, iterations, R, column_violation, invalid_count, stride);
   SINKGRAD_CUDA_CHECK_LAUNCH("the Sinkhorn forward kernel");
 }
 
 template void sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*,
-                               unsigned long long*);
+                               unsigned long long*, void*);
 template void sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*,
-                               unsigned long long*);
+                               unsigned long long*, void*);
 
 }  // namespace sinkgrad::cuda

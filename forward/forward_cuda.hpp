@@ -2,10 +2,10 @@
 // The CUDA batch driver of the Sinkhorn forward, for float and double, every n >= 1 and any
 // batch size (64-bit indices): the team form (forward/forward_team.hpp) for n <= 64, the
 // log-domain loop (forward/log_domain.hpp) one thread per matrix above.
-// Every pointer and view is CUDA device memory. The call launches on the legacy default stream
-// and returns without waiting: launch errors throw sinkgrad::Error at once, errors while the
-// kernel runs surface at the next checked synchronising call (cuda::synchronize). Compiled only
-// when the build has CUDA (SINKGRAD_WITH_CUDA).
+// Every pointer and view is CUDA device memory. The call launches on `stream` (a cudaStream_t;
+// null: the legacy default stream) and returns without waiting: launch errors throw sinkgrad::Error
+// at once, errors while the kernel runs surface at the next checked synchronising call
+// (cuda::synchronize). Compiled only when the build has CUDA (SINKGRAD_WITH_CUDA).
 
 #include "core/batch.hpp"
 
@@ -16,6 +16,7 @@ namespace sinkgrad::cuda {
 // are not all finite; the caller zeroes it.
 template <class Real>
 void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
-                      Real* column_violation, unsigned long long* invalid_count = nullptr);
+                      Real* column_violation, unsigned long long* invalid_count = nullptr,
+                      void* stream = nullptr);
 
 }  // namespace sinkgrad::cuda

@@ -2,11 +2,11 @@
 
 #include <vector>
 
-#include "forward/log_domain.hpp"
 #include "forward/forward_team.hpp"
+#include "forward/log_domain.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
-#include "forward/forward_cuda.hpp"
 #include "backend/cuda/device_memory.hpp"
+#include "forward/forward_cuda.hpp"
 #endif
 
 namespace sinkgrad {
@@ -107,5 +107,22 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
 
 template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*, Device);
 template index_t sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*, Device);
+
+template <class Real>
+void sinkhorn_forward_async(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                            void* stream) {
+#if defined(SINKGRAD_WITH_CUDA)
+  if (logits.space != MemorySpace::device || R.space != MemorySpace::device)
+    throw Error("the stream-ordered forward needs logits and R in device memory");
+  cuda::require_device();
+  cuda::sinkhorn_forward(logits, iterations, R, static_cast<Real*>(nullptr), nullptr, stream);
+#else
+  (void)logits, (void)iterations, (void)R, (void)stream;
+  throw Error("this build of sinkgrad has no CUDA support (rebuild with nvcc and SINKGRAD_CUDA)");
+#endif
+}
+
+template void sinkhorn_forward_async(BatchView<const float>, int, BatchView<float>, void*);
+template void sinkhorn_forward_async(BatchView<const double>, int, BatchView<double>, void*);
 
 }  // namespace sinkgrad

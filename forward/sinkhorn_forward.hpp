@@ -21,4 +21,13 @@ template <class Real>
 index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                          Real* column_violation, Device device);
 
+// The forward on CUDA for callers that order work by stream (the PyTorch layer): logits and R
+// in device memory, launched on `stream` (a cudaStream_t; null: the legacy default stream);
+// returns without waiting, allocates nothing and counts nothing (a matrix with non-finite
+// logits still gets a NaN R). Launch errors throw Error at once; errors while the kernel runs
+// surface at the caller's next synchronisation. Throws Error in a build without CUDA.
+template <class Real>
+void sinkhorn_forward_async(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                            void* stream);
+
 }  // namespace sinkgrad

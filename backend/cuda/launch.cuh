@@ -17,6 +17,7 @@
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/staging.cuh"
 #include "backend/cuda/staging_policy.hpp"
+#include "backend/cuda/stream.cuh"
 #include "backend/cuda/team.cuh"
 #include "backend/cuda/tiles.cuh"
 #include "core/backward_problem.hpp"
@@ -124,11 +125,11 @@ std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inpu
 // Runs body on every matrix of a batch (device pointers, row-major [B][n][n]) with
 // storage_reals of team storage, in one launch of as many blocks as fit on the device at once.
 // Shape must match n (with_team_shape); throws Error when a team's tiles and storage exceed a
-// block's shared memory.
+// block's shared memory. The launch goes to `stream` and returns without waiting.
 template <class Real, class Shape, class Body>
 void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                   std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
-                  int storage_reals = 0) {
+                  int storage_reals = 0, cudaStream_t stream = nullptr) {
   if (batch <= 0) return;
   storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
   auto kernel = &detail::team_kernel<Real, Shape, Body>;
@@ -163,7 +164,7 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
   const index_t resident =
       index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessors;
   const index_t blocks = slices < resident ? slices : resident;
-  kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes>>>(
+  kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes, stream>>>(
       in0, in1, out, status, iterations, batch, n, storage_reals, staged, body);
   SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
 }

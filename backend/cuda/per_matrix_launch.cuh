@@ -14,7 +14,8 @@
 //       return my_math::solve_matrix(problem.forward_output.matrix(b), ..., work, history);
 //     }
 //   };
-//   cuda::launch_per_matrix<double>(result, batch, workspace_reals, MySolve{problem, result});
+//   cuda::launch_per_matrix<double>(result, batch, workspace_reals, MySolve{problem, result},
+//                                   cuda::stream_of(problem));
 //
 // Contract:
 //   - per_matrix(b, work, history) -> MatrixOutcome is called once for every b in [0, batch),
@@ -23,7 +24,9 @@
 //     when result.residual_history is null.
 //   - result.status[b] and result.iterations[b] are written from the outcome; everything else
 //     (the gradient) is written by per_matrix itself. Every pointer must be device memory.
-//   - The launch goes to `stream` (default: the legacy default stream) and is asynchronous;
+//   - The launch goes to `stream` (default: the legacy default stream) and is asynchronous.
+//     Pass cuda::stream_of(problem): a caller that solves on its own stream
+//     (BackwardSolver::solve_async, the PyTorch layer) relies on it;
 //     launch errors throw sinkgrad::Error at once, errors while running surface at the next
 //     checked synchronising call (BackwardSolver::solve synchronises and checks).
 //   - Throws Error when even one thread's workspace does not fit into the shared memory of a
@@ -37,8 +40,9 @@
 #include <cstddef>
 #include <string>
 
-#include "core/backward_problem.hpp"
 #include "backend/cuda/check.hpp"
+#include "backend/cuda/stream.cuh"
+#include "core/backward_problem.hpp"
 
 namespace sinkgrad::cuda {
 

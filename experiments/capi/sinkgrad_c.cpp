@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/plugin_loader.hpp"
 #include "core/solver_options.hpp"
 #include "core/solver_registry.hpp"
 #include "forward/sinkhorn_forward.hpp"
@@ -118,25 +119,46 @@ BatchView<const Real> view(const void* data, std::int64_t batch, int n, MemorySp
 }
 
 template <class Real>
+void forward_async(std::int64_t batch, int n, int T, const void* logits, void* R, void* stream) {
+  sinkhorn_forward_async<Real>(view<Real>(logits, batch, n, MemorySpace::device), T,
+                               view<Real>(R, batch, n, MemorySpace::device), stream);
+}
+
+template <class Real>
 void forward(Device device, std::int64_t batch, int n, int T, const void* logits, void* R) {
   const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
   sinkhorn_forward<Real>(view<Real>(logits, batch, n, space), T, view<Real>(R, batch, n, space),
                          nullptr, device);
 }
 
+// wait: BackwardSolver::solve on `device` (waits for the GPU); otherwise solve_async, device
+// memory on cuda, launched on `stream` without waiting.
 template <class Real>
 void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int n, int T,
            const void* logits, const void* R, const void* G, void* grad, std::int32_t* status,
-           std::int32_t* iterations) {
+           std::int32_t* iterations, void* stream = nullptr, bool wait = true) {
   const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
   // Without logits the view stays empty (B = 0, null), which the solver reads as "not given".
   const BatchView<const Real> M =
       logits != nullptr ? view<Real>(logits, batch, n, space) : BatchView<const Real>{};
   const BackwardProblem<Real> problem{M, view<Real>(R, batch, n, space),
-                                      view<Real>(G, batch, n, space), T};
+                                      view<Real>(G, batch, n, space), T, stream};
   const BackwardResult<Real> result{view<Real>(grad, batch, n, space),
                                     reinterpret_cast<SolveStatus*>(status), iterations};
-  solver.solve(problem, result, device);
+  if (wait)
+    solver.solve(problem, result, device);
+  else
+    solver.solve_async(problem, result);
+}
+
+void check_solve_arguments(std::int64_t batch, int n, int T, const void* R, const void* G,
+                           const void* grad, const void* status, const void* iterations) {
+  check_shape(batch, n, T);
+  require(R, "R", batch);
+  require(G, "G", batch);
+  require(grad, "grad", batch);
+  require(status, "status", batch);
+  require(iterations, "iterations", batch);
 }
 
 }  // namespace
@@ -170,17 +192,75 @@ int sinkgrad_solve(const char* solver, const char* options, int device, int dtyp
     const BackwardSolver& s = cached_solver(solver, parse_options(options));
     const Device on = device_of(device);
     check_dtype(dtype);
-    check_shape(batch, n, T);
-    require(R, "R", batch);
-    require(G, "G", batch);
-    require(grad, "grad", batch);
-    require(status, "status", batch);
-    require(iterations, "iterations", batch);
+    check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
     if (dtype == SINKGRAD_C_FLOAT32)
       solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations);
     else
       solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations);
   });
+}
+
+int sinkgrad_forward_async(int dtype, int64_t batch, int n, int T, const void* logits, void* R,
+                           void* stream) {
+  return guarded("sinkgrad_forward_async", [&] {
+    check_dtype(dtype);
+    check_shape(batch, n, T);
+    require(logits, "logits", batch);
+    require(R, "R", batch);
+    if (dtype == SINKGRAD_C_FLOAT32)
+      forward_async<float>(batch, n, T, logits, R, stream);
+    else
+      forward_async<double>(batch, n, T, logits, R, stream);
+  });
+}
+
+int sinkgrad_solve_async(const char* solver, const char* options, int dtype, int64_t batch, int n,
+                         int T, const void* logits, const void* R, const void* G, void* grad,
+                         int32_t* status, int32_t* iterations, void* stream) {
+  return guarded("sinkgrad_solve_async", [&] {
+    if (solver == nullptr) throw Error("solver is NULL");
+    const BackwardSolver& s = cached_solver(solver, parse_options(options));
+    check_dtype(dtype);
+    check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
+    if (dtype == SINKGRAD_C_FLOAT32)
+      solve<float>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, stream,
+                   false);
+    else
+      solve<double>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, stream,
+                    false);
+  });
+}
+
+int sinkgrad_check_solver(const char* solver, const char* options, int device, int dtype) {
+  return guarded("sinkgrad_check_solver", [&] {
+    if (solver == nullptr) throw Error("solver is NULL");
+    const BackwardSolver& s = cached_solver(solver, parse_options(options));
+    const Device on = device_of(device);
+    check_dtype(dtype);
+    const Precision precision =
+        dtype == SINKGRAD_C_FLOAT32 ? Precision::float32 : Precision::float64;
+    if (!s.info().supports(precision))
+      throw Error("solver '" + s.name() + "' does not support " +
+                  std::string(to_string(precision)));
+    if (!s.info().supports(on))
+      throw Error("solver '" + s.name() + "' does not run on " + std::string(to_string(on)) +
+                  (on == Device::cuda ? " in this build" : ""));
+  });
+}
+
+int sinkgrad_load_plugin(const char* path) {
+  return guarded("sinkgrad_load_plugin", [&] {
+    if (path == nullptr) throw Error("path is NULL");
+    load_plugin(path);
+  });
+}
+
+int sinkgrad_has_cuda(void) {
+#if defined(SINKGRAD_WITH_CUDA)
+  return 1;
+#else
+  return 0;
+#endif
 }
 
 }  // extern "C"

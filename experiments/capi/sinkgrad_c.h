@@ -1,11 +1,13 @@
 /* libsinkgrad_c: a small C ABI over sinkgrad, for callers that cannot link C++ (Python's
- * ctypes, in experiments/compare_with_seeds.py). Every batch is B contiguous row-major n x n
- * matrices ([B][n][n], as core/batch.hpp) of the element type `dtype` names.
+ * ctypes: the PyTorch layer python/sinkgrad/torch.py, experiments/compare_with_seeds.py). Every
+ * batch is B contiguous row-major n x n matrices ([B][n][n], as core/batch.hpp) of the element type
+ * `dtype` names.
  *
  * device: SINKGRAD_C_CPU (0): every pointer is host memory.
  *         SINKGRAD_C_CUDA (1): every pointer is CUDA device memory of the current device
  *         (e.g. a torch tensor's data_ptr()), status and iterations included. The work runs on
- *         the legacy default stream and has finished when the call returns.
+ *         the legacy default stream and has finished when the call returns (the *_async
+ *         functions below run on a stream the caller gives and do not wait).
  * dtype:  SINKGRAD_C_FLOAT32 (4) or SINKGRAD_C_FLOAT64 (8): the element size in bytes.
  *
  * Every function returns 0 on success and non-zero on error; nothing is thrown across the
@@ -48,6 +50,32 @@ SINKGRAD_C_API int sinkgrad_forward(int device, int dtype, int64_t batch, int n,
 SINKGRAD_C_API int sinkgrad_solve(const char* solver, const char* options, int device, int dtype,
                                   int64_t batch, int n, int T, const void* logits, const void* R,
                                   const void* G, void* grad, int32_t* status, int32_t* iterations);
+
+/* The stream-ordered forms, CUDA only: every pointer is device memory of the current device,
+ * the work is launched on `stream` (a cudaStream_t; NULL: the legacy default stream) and the
+ * call returns without waiting for it, allocating nothing, so that it can be captured into a
+ * CUDA graph. Argument, launch and solver errors are returned at once; errors while the
+ * kernels run surface at the caller's next synchronisation of the stream. status and
+ * iterations are written on the stream like the gradient. */
+SINKGRAD_C_API int sinkgrad_forward_async(int dtype, int64_t batch, int n, int T,
+                                          const void* logits, void* R, void* stream);
+SINKGRAD_C_API int sinkgrad_solve_async(const char* solver, const char* options, int dtype,
+                                        int64_t batch, int n, int T, const void* logits,
+                                        const void* R, const void* G, void* grad, int32_t* status,
+                                        int32_t* iterations, void* stream);
+
+/* Creates (and keeps) the solver as sinkgrad_solve would and checks that it runs on `device`
+ * in `dtype`: an unknown name, a bad option or an unsupported device or precision is an error
+ * with the registry's message, before any data is touched. */
+SINKGRAD_C_API int sinkgrad_check_solver(const char* solver, const char* options, int device,
+                                         int dtype);
+
+/* Loads a solver plugin (a shared library built against sinkgrad/plugin.hpp) into the
+ * registry that sinkgrad_solve uses; loading the same file again is not an error. */
+SINKGRAD_C_API int sinkgrad_load_plugin(const char* path);
+
+/* 1 when this library was built with the CUDA variants, 0 otherwise. */
+SINKGRAD_C_API int sinkgrad_has_cuda(void);
 
 #ifdef __cplusplus
 }

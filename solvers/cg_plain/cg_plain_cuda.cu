@@ -29,10 +29,10 @@ void cg_plain(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
   const int n = problem.grad_output.n;
   with_team_shape(n, [&](auto shape) {
     using Shape = decltype(shape);
-    launch_teams<Real, Shape>(problem.forward_output.data, problem.grad_output.data,
-                              result.grad_logits.data, result.status, result.iterations,
-                              problem.grad_output.batch, n,
-                              CgPlainTeam<Real, Shape>{result, system, settings}, Staging::on);
+    launch_teams<Real, Shape>(
+        problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
+        result.status, result.iterations, problem.grad_output.batch, n,
+        CgPlainTeam<Real, Shape>{result, system, settings}, Staging::on, 0, stream_of(problem));
   });
 }
 

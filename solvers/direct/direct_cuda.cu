@@ -3,9 +3,9 @@
 // (backend/cuda/launch.cuh); the plain system (Jacobi eigendecomposition) and larger n run one
 // matrix per thread, with S, its factor or eigenvectors in shared memory.
 
-#include "solvers/direct/direct_cuda.hpp"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/per_matrix_launch.cuh"
+#include "solvers/direct/direct_cuda.hpp"
 #include "solvers/direct/direct_math.hpp"
 #include "solvers/direct/direct_team.hpp"
 
@@ -50,13 +50,13 @@ void direct(const BackwardProblem<Real>& problem, const BackwardResult<Real>& re
       launch_teams<Real, Shape>(problem.forward_output.data, problem.grad_output.data,
                                 result.grad_logits.data, result.status, result.iterations,
                                 problem.grad_output.batch, n, DirectCorrectedTeam<Real, Shape>{},
-                                Staging::off);
+                                Staging::off, 0, stream_of(problem));
     });
     return;
   }
   launch_per_matrix<Real>(result, problem.grad_output.batch,
                           static_cast<std::size_t>(math::direct_workspace(n, system)),
-                          DirectMatrix<Real>{problem, result, n, system});
+                          DirectMatrix<Real>{problem, result, n, system}, stream_of(problem));
 }
 
 template void direct(const BackwardProblem<float>&, const BackwardResult<float>&,

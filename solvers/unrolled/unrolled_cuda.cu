@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "solvers/unrolled/unrolled_cuda.hpp"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/per_matrix_launch.cuh"
+#include "solvers/unrolled/unrolled_cuda.hpp"
 #include "solvers/unrolled/unrolled_math.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 
@@ -77,7 +77,7 @@ void unrolled_per_thread(const BackwardProblem<Real>& problem, const BackwardRes
   if (segment == 0) too_long(n, T);
   const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, segment));
   launch_per_matrix<Real>(result, problem.grad_output.batch, workspace,
-                          UnrolledMatrix<Real>{problem, result, n, T, segment});
+                          UnrolledMatrix<Real>{problem, result, n, T, segment}, stream_of(problem));
 }
 
 }  // namespace
@@ -103,7 +103,7 @@ void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
     launch_teams<Real, Shape>(problem.logits.data, problem.grad_output.data,
                               result.grad_logits.data, result.status, result.iterations,
                               problem.grad_output.batch, n, UnrolledTeam<Real, Shape>{T, segment},
-                              Staging::on, static_cast<int>(tape));
+                              Staging::on, static_cast<int>(tape), stream_of(problem));
   });
 }
 

@@ -32,7 +32,8 @@ void solve_on_cuda(const sinkgrad::BackwardProblem<Real>& problem,
   const int steps = steps_back(k, problem.forward_iterations);
   const auto workspace = static_cast<std::size_t>(workspace_reals(n, steps));
   sinkgrad::cuda::launch_per_matrix<Real>(result, problem.grad_output.batch, workspace,
-                                          TruncatedSolve<Real>{problem, result, k});
+                                          TruncatedSolve<Real>{problem, result, k},
+                                          sinkgrad::cuda::stream_of(problem));
 }
 
 template void solve_on_cuda(const sinkgrad::BackwardProblem<float>&,

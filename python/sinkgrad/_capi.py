@@ -1,0 +1,105 @@
+"""ctypes binding of libsinkgrad_c (experiments/capi/sinkgrad_c.h), found through
+$SINKGRAD_C_LIB or the path the build or `cmake --install` wrote into _location.py.
+
+Pointers are integers (a tensor's data_ptr(), a stream's cuda_stream); dtype is the element
+size, 4 (float32) or 8 (float64). A failed call raises SinkgradError with the library's message.
+"""
+import ctypes
+import os
+import threading
+
+CPU, CUDA = 0, 1
+FLOAT32, FLOAT64 = 4, 8
+STATUS_NAMES = ("ok", "not_converged", "breakdown", "invalid_input")
+
+
+class SinkgradError(RuntimeError):
+    """An error reported by libsinkgrad (its message names the function and the reason)."""
+
+
+def library_path():
+    """$SINKGRAD_C_LIB, else the libsinkgrad_c that this copy of the package was built with."""
+    if os.environ.get("SINKGRAD_C_LIB"):
+        return os.environ["SINKGRAD_C_LIB"]
+    try:
+        from sinkgrad._location import LIBRARY
+    except ImportError:
+        raise SinkgradError(
+            "this copy of the sinkgrad package was not built: import it from the build tree "
+            "(PYTHONPATH=build/python) or an installation, or set SINKGRAD_C_LIB") from None
+    return LIBRARY
+
+
+class Library:
+    def __init__(self, path):
+        self.path = path
+        try:
+            self._lib = ctypes.CDLL(path)
+        except OSError as error:
+            raise SinkgradError(f"cannot load libsinkgrad_c from {path}: {error}") from None
+        p, i32, i64, s = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_char_p
+        signatures = {
+            "sinkgrad_last_error": (s, []),
+            "sinkgrad_forward": (i32, [i32, i32, i64, i32, i32, p, p]),
+            "sinkgrad_solve": (i32, [s, s, i32, i32, i64, i32, i32, p, p, p, p, p, p]),
+            "sinkgrad_forward_async": (i32, [i32, i64, i32, i32, p, p, p]),
+            "sinkgrad_solve_async": (i32, [s, s, i32, i64, i32, i32, p, p, p, p, p, p, p]),
+            "sinkgrad_check_solver": (i32, [s, s, i32, i32]),
+            "sinkgrad_load_plugin": (i32, [s]),
+            "sinkgrad_has_cuda": (i32, []),
+        }
+        for name, (restype, argtypes) in signatures.items():
+            function = getattr(self._lib, name)
+            function.restype, function.argtypes = restype, argtypes
+
+    def _check(self, code):
+        if code != 0:
+            raise SinkgradError(self._lib.sinkgrad_last_error().decode())
+
+    @property
+    def has_cuda(self):
+        return bool(self._lib.sinkgrad_has_cuda())
+
+    def forward(self, device, dtype, batch, n, T, logits, R):
+        self._check(self._lib.sinkgrad_forward(device, dtype, batch, n, T, logits, R))
+
+    def forward_async(self, dtype, batch, n, T, logits, R, stream):
+        self._check(self._lib.sinkgrad_forward_async(dtype, batch, n, T, logits, R, stream))
+
+    def solve(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad, status,
+              iterations):
+        self._check(self._lib.sinkgrad_solve(solver.encode(), options.encode(), device, dtype,
+                                             batch, n, T, logits, R, G, grad, status,
+                                             iterations))
+
+    def solve_async(self, solver, options, dtype, batch, n, T, logits, R, G, grad, status,
+                    iterations, stream):
+        self._check(self._lib.sinkgrad_solve_async(solver.encode(), options.encode(), dtype,
+                                                   batch, n, T, logits, R, G, grad, status,
+                                                   iterations, stream))
+
+    def check_solver(self, solver, options, device, dtype):
+        self._check(self._lib.sinkgrad_check_solver(solver.encode(), options.encode(), device,
+                                                    dtype))
+
+    def load_plugin(self, path):
+        self._check(self._lib.sinkgrad_load_plugin(os.fsencode(path)))
+
+
+_library = None
+_lock = threading.Lock()
+
+
+def library():
+    """The process's one Library (loaded on first use)."""
+    global _library
+    with _lock:
+        if _library is None:
+            _library = Library(library_path())
+        return _library
+
+
+def load_plugin(path):
+    """Loads a solver plugin into the registry every later solve uses (docs/adding-a-solver.md);
+    loading the same file twice is harmless. Raises SinkgradError naming why it was refused."""
+    library().load_plugin(str(path))

@@ -1,0 +1,97 @@
+"""The library calls of the PyTorch layer on flat batches: (B, n, n) contiguous float32 or
+float64 tensors, on the cpu or one CUDA device. On CUDA every call is launched on PyTorch's
+current stream and returns without waiting (stream-ordered C ABI); its outputs come from
+PyTorch's allocator, so the calls can be captured into a CUDA graph. With torch >= 2.4 these
+functions are also registered as torch.library custom ops (sinkgrad/_ops.py)."""
+import torch
+
+from sinkgrad._capi import CPU, CUDA, STATUS_NAMES, SinkgradError, library
+
+
+def _dtype_code(tensor):
+    return 4 if tensor.dtype == torch.float32 else 8
+
+
+def _stream(tensor):
+    return torch.cuda.current_stream(tensor.device).cuda_stream
+
+
+def forward(logits, iterations):
+    """R = Sinkhorn_T(exp(logits)) of the library's forward (columns, then rows, T times)."""
+    R = torch.empty_like(logits)
+    batch, n = logits.shape[0], logits.shape[-1]
+    lib = library()
+    if logits.is_cuda:
+        with torch.cuda.device(logits.device):
+            lib.forward_async(_dtype_code(logits), batch, n, iterations, logits.data_ptr(),
+                              R.data_ptr(), _stream(logits))
+    else:
+        lib.forward(CPU, _dtype_code(logits), batch, n, iterations, logits.data_ptr(),
+                    R.data_ptr())
+    return R
+
+
+def solve(logits, R, grad_output, iterations, solver, options):
+    """(dL/dM, status, iterations) of one solver; status and iterations are int32 (B,)."""
+    batch, n = R.shape[0], R.shape[-1]
+    grad = torch.empty_like(R)
+    status = torch.empty(batch, dtype=torch.int32, device=R.device)
+    steps = torch.empty(batch, dtype=torch.int32, device=R.device)
+    lib = library()
+    pointers = (logits.data_ptr(), R.data_ptr(), grad_output.data_ptr(), grad.data_ptr(),
+                status.data_ptr(), steps.data_ptr())
+    if R.is_cuda:
+        with torch.cuda.device(R.device):
+            lib.solve_async(solver, options, _dtype_code(R), batch, n, iterations, *pointers,
+                            _stream(R))
+    else:
+        lib.solve(solver, options, CPU, _dtype_code(R), batch, n, iterations, *pointers)
+    return grad, status, steps
+
+
+class SolveFailure(SinkgradError):
+    """Raised by a backward with on_failure="raise" when some matrices failed."""
+
+
+def failure_message(solver, status):
+    """One line naming how many matrices failed and with which status (one host sync)."""
+    counts = torch.bincount(status.long().flatten(), minlength=len(STATUS_NAMES)).tolist()
+    reasons = ", ".join(f"{counts[code]} {STATUS_NAMES[code]}"
+                        for code in range(1, len(STATUS_NAMES)) if counts[code])
+    return (f"sinkhorn backward '{solver}': {sum(counts[1:])} of {status.numel()} matrices "
+            f"failed ({reasons})")
+
+
+def backward(logits, R, grad_output, iterations, solver, options, on_failure):
+    """solve() and then the on_failure policy: "keep" leaves failed matrices as the solver wrote
+    them; "unrolled" recomputes them with the unrolled solver (on the cpu only those; on CUDA
+    the whole batch, selected per matrix, so that nothing waits for the GPU); "raise" waits for
+    the statuses and raises SolveFailure when any is not ok. status and iterations stay the
+    first solver's, so that they say which matrices were recomputed."""
+    grad, status, steps = solve(logits, R, grad_output, iterations, solver, options)
+    if on_failure == "raise":
+        if bool((status != 0).any()):
+            raise SolveFailure(failure_message(solver, status))
+    elif on_failure == "unrolled" and solver != "unrolled":
+        failed = status != 0
+        if grad.is_cuda:
+            exact, _, _ = solve(logits, R, grad_output, iterations, "unrolled", "")
+            grad = torch.where(failed[:, None, None], exact, grad)
+        else:
+            which = failed.nonzero().flatten()
+            if which.numel() > 0:
+                exact, _, _ = solve(logits[which].contiguous(), R[which].contiguous(),
+                                    grad_output[which].contiguous(), iterations, "unrolled", "")
+                grad[which] = exact
+    return grad, status, steps
+
+
+def check_solver(solver, options, device_type, dtype):
+    """Creates the solver (kept by the library) and checks device and precision: raises
+    SinkgradError with the registry's message for a bad name, option, device or precision."""
+    lib = library()
+    device = CUDA if device_type == "cuda" else CPU
+    if device == CUDA and not lib.has_cuda:
+        raise SinkgradError(f"{lib.path} was built without CUDA; rebuild sinkgrad with nvcc "
+                            "to run the layer on CUDA tensors")
+    lib.check_solver(solver, options, device, 4 if dtype == torch.float32 else 8)

@@ -1,0 +1,179 @@
+"""sinkgrad for PyTorch: a differentiable Sinkhorn layer whose backward is any registered
+sinkgrad solver, on the cpu and on CUDA (docs/pytorch.md).
+
+    import sinkgrad.torch as sgt
+    R = sgt.sinkhorn(logits, 20, backward="cg_corrected")   # logits: (..., n, n)
+    R.sum().backward()
+
+Half-precision logits (bfloat16, float16) are computed in float32 and R is cast back, as the
+production mHC kernels do. On CUDA the layer runs on PyTorch's current stream, never waits for
+the GPU (unless on_failure="raise") and allocates only through PyTorch, so it can be captured
+into a CUDA graph; with torch >= 2.4 its library calls are custom ops that torch.compile
+traces without a graph break.
+"""
+import torch
+
+from sinkgrad import _kernels, _ops
+from sinkgrad._capi import STATUS_NAMES, SinkgradError, load_plugin
+from sinkgrad._kernels import SolveFailure
+
+__all__ = ["sinkhorn", "SolveStats", "load_plugin", "SinkgradError", "SolveFailure",
+           "STATUS_NAMES", "FORWARDS", "ON_FAILURE"]
+
+# The dtype each accepted input dtype is computed in, and its name for the solver check.
+_COMPUTE = {torch.float32: torch.float32, torch.float64: torch.float64,
+            torch.bfloat16: torch.float32, torch.float16: torch.float32}
+_COMPUTE_NAME = {torch.float32: "float32", torch.float64: "float64",
+                 torch.bfloat16: "float32", torch.float16: "float32"}
+FORWARDS = ("columns_first",)
+ON_FAILURE = ("keep", "unrolled", "raise")
+
+
+class SolveStats:
+    """Per-matrix outcome of the last backward through the sinkhorn call it was given to:
+    status and iterations, int32 tensors of shape logits.shape[:-2] on the logits' device
+    (None until a backward has run). status codes index status_names: 0 ok, 1 not_converged,
+    2 breakdown, 3 invalid_input (docs/math.md). Filling them never waits for the GPU."""
+
+    status_names = STATUS_NAMES
+
+    def __init__(self):
+        self.status = None
+        self.iterations = None
+
+    def failed(self):
+        """A bool tensor, True where the solver did not report ok."""
+        return self.status != 0
+
+    def counts(self):
+        """{status name: number of matrices} (waits for the GPU)."""
+        counts = torch.bincount(self.status.long().flatten(), minlength=len(STATUS_NAMES))
+        return dict(zip(STATUS_NAMES, counts.tolist()))
+
+    def __repr__(self):
+        if self.status is None:
+            return "SolveStats(no backward yet)"
+        return f"SolveStats({self.counts()})"
+
+
+def _options_text(options):
+    """{"key": value} as the library's "key=value,key=value" (what --option key=value takes)."""
+    if options is None:
+        return ""
+    if not isinstance(options, dict):
+        raise TypeError(f"sinkhorn: options must be a dict, got {type(options).__name__}")
+    parts = []
+    for key, value in options.items():
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        if not isinstance(key, str) or "," in key or "=" in key or "," in text:
+            raise ValueError(f"sinkhorn: option {key!r}={text!r} cannot be passed on "
+                             "(keys are names; neither may contain ',')")
+        parts.append(f"{key}={text}")
+    return ",".join(parts)
+
+
+def _forward_convention(forward, eps):
+    """The one place where the forward convention meets the library. Today libsinkgrad runs
+    only columns_first without an epsilon; when it gains the other conventions, they go
+    down from here with the forward and solve calls."""
+    if forward not in FORWARDS:
+        raise ValueError(f"sinkhorn: forward={forward!r} is not available in this sinkgrad "
+                         f"(available: {', '.join(FORWARDS)})")
+    if eps != 0.0:
+        raise ValueError(f"sinkhorn: eps={eps!r} is not available in this sinkgrad: the "
+                         "columns_first forward has no epsilon (eps=0.0)")
+
+
+def _constant_result(function):
+    """torch.compile calls the decorated function while tracing and keeps its result, instead
+    of tracing into the ctypes calls behind it."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "assume_constant_result"):
+        return compiler.assume_constant_result(function)
+    return function
+
+
+_checked = set()
+
+
+@_constant_result
+def _check_solver(backward, options, device_type, dtype_name):
+    """Raises ValueError with the library's message unless the solver exists, takes these
+    options and runs on this device in this dtype; each combination is checked once."""
+    key = (backward, options, device_type, dtype_name)
+    if key not in _checked:
+        try:
+            _kernels.check_solver(backward, options, device_type, getattr(torch, dtype_name))
+        except SinkgradError as error:
+            raise ValueError(f"sinkhorn: {error}") from None
+        _checked.add(key)
+    return True
+
+
+def _forward(ctx, logits, iterations, backward, options, on_failure, stats):
+    n = logits.shape[-1]
+    M = logits.to(_COMPUTE[logits.dtype]).reshape(-1, n, n).contiguous()
+    R = _ops.forward(M, iterations)
+    ctx.save_for_backward(M, R)
+    ctx.setup = (logits.shape, logits.dtype, iterations, backward, options, on_failure, stats)
+    return R.view(logits.shape).to(logits.dtype)
+
+
+def _backward(ctx, grad_R):
+    shape, dtype, iterations, backward, options, on_failure, stats = ctx.setup
+    M, R = ctx.saved_tensors
+    G = grad_R.to(R.dtype).reshape(R.shape).contiguous()
+    grad, status, steps = _ops.backward(M, R, G, iterations, backward, options, on_failure)
+    if stats is not None:
+        stats.status = status.view(shape[:-2])
+        stats.iterations = steps.view(shape[:-2])
+    return grad.view(shape).to(dtype), None, None, None, None, None
+
+
+class _Sinkhorn(torch.autograd.Function):
+    forward = staticmethod(_forward)
+    # The custom op has no derivative, so a double backward fails there; without custom ops,
+    # once_differentiable makes it fail instead of giving a silently wrong second derivative.
+    backward = staticmethod(_backward if _ops.CUSTOM_OPS
+                            else torch.autograd.function.once_differentiable(_backward))
+
+
+def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="columns_first",
+             eps=0.0, stats=None, on_failure="keep"):
+    """R = Sinkhorn_T(exp(logits)) over the last two dims, differentiable w.r.t. logits.
+
+    logits: (..., n, n), float32 / float64 / bfloat16 / float16, cpu or CUDA, any strides.
+    iterations: T >= 1. backward: a registered solver name (built-in: unrolled, cg_plain,
+    cg_corrected, direct; plugins after load_plugin). options: a dict passed to the solver as
+    --option key=value is. forward, eps: the forward convention (only "columns_first", eps=0
+    today). stats: a SolveStats to receive the backward's per-matrix status and iterations.
+    on_failure: "keep" (failed matrices keep what the solver wrote: NaN, or the last CG
+    iterate), "unrolled" (they are recomputed by the unrolled solver), "raise" (SolveFailure
+    naming how many failed and why; waits for the GPU). Bad names, options or dtypes raise
+    TypeError / ValueError before anything runs."""
+    if not isinstance(logits, torch.Tensor):
+        raise TypeError(f"sinkhorn: logits must be a torch.Tensor, got {type(logits).__name__}")
+    if logits.dim() < 2 or logits.shape[-1] != logits.shape[-2]:
+        raise ValueError(f"sinkhorn: logits must have shape (..., n, n), got "
+                         f"{tuple(logits.shape)}")
+    if logits.dtype not in _COMPUTE:
+        raise TypeError(f"sinkhorn: logits of dtype {logits.dtype} are not supported (float32, "
+                        "float64, bfloat16 or float16)")
+    if logits.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"sinkhorn: logits on {logits.device} are not supported (cpu or cuda)")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise ValueError(f"sinkhorn: iterations must be an int >= 1, got {iterations!r}")
+    if not isinstance(backward, str):
+        raise TypeError(f"sinkhorn: backward must be a solver name, got {backward!r}")
+    if on_failure not in ON_FAILURE:
+        raise ValueError(f"sinkhorn: on_failure={on_failure!r} is not one of "
+                         f"{', '.join(ON_FAILURE)}")
+    if stats is not None and not isinstance(stats, SolveStats):
+        raise TypeError("sinkhorn: stats must be a sinkgrad.torch.SolveStats or None")
+    _forward_convention(forward, eps)
+    options = _options_text(options)
+    dtype_name = _COMPUTE_NAME[logits.dtype]
+    _check_solver(backward, options, logits.device.type, dtype_name)
+    if on_failure == "unrolled":
+        _check_solver("unrolled", "", logits.device.type, dtype_name)
+    return _Sinkhorn.apply(logits, iterations, backward, options, on_failure, stats)

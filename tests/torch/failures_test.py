@@ -1,0 +1,180 @@
+"""sinkgrad.torch on the cpu: per-matrix statuses (a NaN matrix does not spoil its
+neighbours), each on_failure mode, plugins, and the errors a user gets for bad arguments.
+
+    PYTHONPATH=build/python python3 tests/torch/failures_test.py [TEST_PLUGIN REFUSED_PLUGIN]
+"""
+import math
+import sys
+import unittest
+
+import torch
+
+from reference import import_layer, inputs, relative, unrolled_torch
+
+sgt = import_layer()
+PLUGIN = REFUSED_PLUGIN = None
+BUILTINS = ("unrolled", "cg_plain", "cg_corrected", "direct")
+
+
+def run(M, T, G, **kwargs):
+    M = M.detach().clone().requires_grad_(True)
+    stats = sgt.SolveStats()
+    sgt.sinkhorn(M, T, stats=stats, **kwargs).backward(G)
+    return M.grad, stats
+
+
+class Statuses(unittest.TestCase):
+    def test_a_nan_matrix_fails_alone(self):
+        M, G = inputs(8, 5, seed=11)
+        M_bad = M.clone()
+        M_bad[3, 1, 2] = math.nan
+        keep = [b for b in range(8) if b != 3]
+        for backward in BUILTINS:
+            grad_ok, stats_ok = run(M, 20, G, backward=backward)
+            grad, stats = run(M_bad, 20, G, backward=backward)
+            self.assertEqual(stats.status[3].item(), 3, backward)  # invalid_input
+            # (cg_plain may report not_converged for some: the plain system, docs/math.md)
+            self.assertTrue(torch.equal(stats.status[keep], stats_ok.status[keep]), backward)
+            self.assertTrue(torch.equal(stats.iterations[keep], stats_ok.iterations[keep]))
+            self.assertTrue(torch.isnan(grad[3]).all(), backward)
+            self.assertTrue(torch.equal(grad[keep], grad_ok[keep]), backward)
+            self.assertEqual(stats.counts()["invalid_input"], 1)
+            self.assertEqual(stats.failed().sum().item(),
+                             stats_ok.failed()[keep].sum().item() + 1)
+
+    def test_the_forward_gives_nan_for_that_matrix_only(self):
+        M, _ = inputs(4, 3, seed=12)
+        M[1, 0, 0] = math.inf
+        R = sgt.sinkhorn(M, 5)
+        self.assertTrue(torch.isnan(R[1]).all())
+        self.assertTrue(torch.isfinite(R[[0, 2, 3]]).all())
+
+
+class OnFailure(unittest.TestCase):
+    def setUp(self):
+        self.M, self.G = inputs(16, 6, seed=13)
+        # One CG step cannot solve a 6 x 6 system: every matrix is not_converged.
+        self.starved = {"max_iterations": 1}
+
+    def test_keep_leaves_the_last_iterate(self):
+        grad, stats = run(self.M, 5, self.G, backward="cg_corrected", options=self.starved)
+        self.assertTrue(torch.all(stats.status == 1))
+        self.assertTrue(torch.isfinite(grad).all())
+        self.assertGreater(relative(grad, unrolled_torch(self.M, 5, self.G)), 1e-3)
+
+    def test_unrolled_recomputes_the_failed_matrices(self):
+        M = self.M.clone()
+        M[5, 2, 2] = math.nan
+        exact = unrolled_torch(M, 5, self.G)
+        grad, stats = run(M, 5, self.G, backward="cg_corrected", options=self.starved,
+                          on_failure="unrolled")
+        good = [b for b in range(16) if b != 5]
+        self.assertTrue(torch.all(stats.status[good] == 1))  # the first solver's outcome
+        self.assertEqual(stats.status[5].item(), 3)
+        self.assertLess(relative(grad[good], exact[good]), 1e-10)
+        self.assertTrue(torch.isnan(grad[5]).all())  # unrolled cannot do better with NaN
+
+    def test_unrolled_leaves_converged_matrices_alone(self):
+        grad_keep, _ = run(self.M, 5, self.G, backward="cg_corrected")
+        grad, stats = run(self.M, 5, self.G, backward="cg_corrected", on_failure="unrolled")
+        self.assertTrue(torch.all(stats.status == 0))
+        self.assertTrue(torch.equal(grad, grad_keep))
+
+    def test_raise_names_the_count_and_reason(self):
+        M = self.M.clone()
+        M[0, 0, 0] = math.nan
+        with self.assertRaisesRegex(sgt.SolveFailure,
+                                    r"'cg_corrected': 16 of 16 matrices failed "
+                                    r"\(15 not_converged, 1 invalid_input\)"):
+            run(M, 5, self.G, backward="cg_corrected", options=self.starved,
+                on_failure="raise")
+        grad, _ = run(self.M, 5, self.G, backward="cg_corrected", on_failure="raise")
+        self.assertTrue(torch.isfinite(grad).all())
+
+
+class Errors(unittest.TestCase):
+    def setUp(self):
+        self.M, _ = inputs(2, 3, seed=14)
+
+    def check(self, error, pattern, *args, **kwargs):
+        with self.assertRaisesRegex(error, pattern):
+            sgt.sinkhorn(*args, **kwargs)
+
+    def test_bad_solver_and_options(self):
+        self.check(ValueError, r"unknown solver 'no_such'.*available: .*cg_corrected",
+                   self.M, 5, backward="no_such")
+        self.check(ValueError, r"tolerence", self.M, 5, backward="cg_corrected",
+                   options={"tolerence": 1e-6})
+        self.check(ValueError, r"max_iterations", self.M, 5, backward="cg_corrected",
+                   options={"max_iterations": -3})
+        self.check(ValueError, r"system", self.M, 5, backward="cg_plain",
+                   options={"system": "cholesky"})
+        self.check(TypeError, r"options must be a dict", self.M, 5, options="tolerance=1")
+        self.check(ValueError, r"cannot be passed", self.M, 5, backward="cg_corrected",
+                   options={"tolerance": "1e-6,max_iterations=3"})
+
+    def test_bad_tensors_and_arguments(self):
+        self.check(TypeError, r"dtype torch.int64 are not supported", torch.ones(2, 3, 3,
+                   dtype=torch.int64), 5)
+        self.check(TypeError, r"dtype torch.complex64", torch.ones(3, 3,
+                   dtype=torch.complex64), 5)
+        self.check(TypeError, r"must be a torch.Tensor", [[1.0]], 5)
+        self.check(ValueError, r"shape \(\.\.\., n, n\), got \(2, 3, 4\)", torch.ones(2, 3, 4), 5)
+        self.check(ValueError, r"shape \(\.\.\., n, n\)", torch.ones(3), 5)
+        self.check(ValueError, r"iterations must be an int >= 1", self.M, 0)
+        self.check(ValueError, r"iterations must be an int >= 1", self.M, 2.5)
+        self.check(ValueError, r"on_failure='retry'", self.M, 5, on_failure="retry")
+        self.check(TypeError, r"SolveStats", self.M, 5, stats={})
+
+    def test_forward_conventions_not_yet_available(self):
+        self.check(ValueError, r"forward='rows_first' is not available.*columns_first",
+                   self.M, 5, forward="rows_first")
+        self.check(ValueError, r"eps=1e-06 is not available", self.M, 5, eps=1e-6)
+
+
+class StreamOrderedCAbi(unittest.TestCase):
+    """The C ABI's stream-ordered functions refuse, with a message, what they cannot run."""
+
+    def test_errors(self):
+        from sinkgrad._capi import library
+        lib = library()
+        with self.assertRaisesRegex(sgt.SinkgradError, r"sinkgrad_forward_async: logits is NULL"):
+            lib.forward_async(4, 1, 4, 3, 0, 0, None)
+        with self.assertRaisesRegex(sgt.SinkgradError, r"sinkgrad_solve_async: unknown solver"):
+            lib.solve_async("nope", "", 8, 1, 4, 3, 0, 0, 0, 0, 0, 0, None)
+        with self.assertRaisesRegex(sgt.SinkgradError, r"dtype must be 4 .* or 8"):
+            lib.solve_async("unrolled", "", 2, 1, 4, 3, 0, 0, 0, 0, 0, 0, None)
+        with self.assertRaisesRegex(sgt.SinkgradError, r"device must be 0 \(cpu\) or 1"):
+            lib.check_solver("unrolled", "", 7, 8)
+        if not torch.cuda.is_available():  # host memory on a machine without a GPU
+            M = torch.zeros(1, 4, 4)
+            with self.assertRaisesRegex(sgt.SinkgradError, r"no CUDA"):
+                lib.forward_async(4, 1, 4, 3, M.data_ptr(), M.data_ptr(), None)
+
+
+class Plugins(unittest.TestCase):
+    def test_a_plugin_solver_with_options(self):
+        if PLUGIN is None:
+            self.skipTest("no plugin path given")
+        sgt.load_plugin(PLUGIN)
+        sgt.load_plugin(PLUGIN)  # again: harmless
+        M, G = inputs(3, 4, seed=15)
+        grad, stats = run(M, 5, G, backward="torch_test_scaled_copy", options={"scale": 2.5})
+        self.assertTrue(torch.equal(grad, 2.5 * G))
+        self.assertTrue(torch.all(stats.iterations == 7))
+        with self.assertRaisesRegex(ValueError, r"scale"):
+            sgt.sinkhorn(M, 5, backward="torch_test_scaled_copy", options={"scale": -1})
+
+    def test_refused_plugins_raise_the_loaders_reason(self):
+        with self.assertRaisesRegex(sgt.SinkgradError, r"/no/such/plugin.so"):
+            sgt.load_plugin("/no/such/plugin.so")
+        if REFUSED_PLUGIN is not None:
+            with self.assertRaisesRegex(sgt.SinkgradError, r"plugin ABI version"):
+                sgt.load_plugin(REFUSED_PLUGIN)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and not sys.argv[1].startswith("-"):
+        PLUGIN, REFUSED_PLUGIN = sys.argv[1], sys.argv[2]
+        del sys.argv[1:3]
+    unittest.main()
