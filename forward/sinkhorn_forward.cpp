@@ -2,11 +2,12 @@
 
 #include <vector>
 
-#include "forward/log_domain.hpp"
+#include "forward/convention_forward.hpp"
 #include "forward/forward_team.hpp"
+#include "forward/log_domain.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
-#include "forward/forward_cuda.hpp"
 #include "backend/cuda/device_memory.hpp"
+#include "forward/forward_cuda.hpp"
 #endif
 
 namespace sinkgrad {
@@ -24,14 +25,42 @@ struct CpuForwardMatrices {
   math::StridedView<const Real> R_col(math::Slot s) const { return {R + s.i, n}; }
 };
 
+void check_forward_call(index_t logits_batch, int logits_n, index_t R_batch, int R_n,
+                        int iterations) {
+  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
+  if (logits_batch != R_batch || logits_n != R_n)
+    throw Error("forward: logits and R must have the same shape");
+}
+
+// Every convention but the default, on the cpu: the log-domain form, one matrix per thread.
+template <class Real>
+index_t convention_forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                               Real* violation_out, const ForwardSpec& spec) {
+  const auto convention = math::convention_forward<Real>(spec);
+  const int n = logits.n;
+  index_t invalid = 0;
+#pragma omp parallel reduction(+ : invalid)
+  {
+    std::vector<Real> work(static_cast<std::size_t>(math::convention_forward_workspace(n)));
+#pragma omp for schedule(static)
+    for (index_t b = 0; b < logits.batch; ++b) {
+      const bool ok = math::convention_forward_matrix(convention, logits.matrix(b), n, iterations,
+                                                      R.matrix(b), work.data());
+      if (!ok) ++invalid;
+      if (violation_out != nullptr)
+        violation_out[b] = ok ? math::marginal_violation(R.matrix(b), n, !convention.rows_first)
+                              : math::quiet_nan<Real>();
+    }
+  }
+  return invalid;
+}
+
 }  // namespace
 
 template <class Real>
 index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                          Real* column_violation) {
-  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
-  if (logits.batch != R.batch || logits.n != R.n)
-    throw Error("forward: logits and R must have the same shape");
+  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
   if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
     throw Error("forward on the cpu needs host memory");
   const int n = logits.n;
@@ -71,9 +100,7 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
                          Real* column_violation, Device device) {
   if (device == Device::cpu) return sinkhorn_forward(logits, iterations, R, column_violation);
 #if defined(SINKGRAD_WITH_CUDA)
-  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
-  if (logits.batch != R.batch || logits.n != R.n)
-    throw Error("forward: logits and R must have the same shape");
+  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
   if (logits.space != R.space)
     throw Error("forward on cuda needs logits and R both in host memory or both in device memory");
   cuda::require_device();
@@ -107,5 +134,53 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
 
 template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*, Device);
 template index_t sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*, Device);
+
+template <class Real>
+index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                         Real* column_violation, Device device, const ForwardSpec& forward) {
+  check_forward_spec(forward);
+  if (is_default_forward(forward))
+    return sinkhorn_forward(logits, iterations, R, column_violation, device);
+  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
+  if (device == Device::cpu) {
+    if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
+      throw Error("forward on the cpu needs host memory");
+    return convention_forward_cpu(logits, iterations, R, column_violation, forward);
+  }
+#if defined(SINKGRAD_WITH_CUDA)
+  if (logits.space != R.space)
+    throw Error("forward on cuda needs logits and R both in host memory or both in device memory");
+  cuda::require_device();
+  if (logits.batch == 0) return 0;
+  cuda::DeviceBuffer counter(sizeof(unsigned long long));
+  cuda::fill_bytes(counter.data(), 0, counter.bytes());
+  auto* invalid = counter.as<unsigned long long>();
+  if (logits.space == MemorySpace::device) {
+    cuda::convention_forward(logits, iterations, R, column_violation, invalid, forward);
+  } else {
+    const auto bytes = static_cast<std::size_t>(logits.size()) * sizeof(Real);
+    const auto cv_bytes = static_cast<std::size_t>(logits.batch) * sizeof(Real);
+    cuda::DeviceBuffer M(bytes), out(bytes), cv(column_violation != nullptr ? cv_bytes : 0);
+    cuda::copy_to_device(M.data(), logits.data, bytes);
+    cuda::convention_forward<Real>(
+        {M.as<const Real>(), logits.batch, logits.n, MemorySpace::device}, iterations,
+        {out.as<Real>(), R.batch, R.n, MemorySpace::device}, cv.as<Real>(), invalid, forward);
+    cuda::synchronize("the Sinkhorn forward on cuda");
+    cuda::copy_to_host(R.data, out.data(), bytes);
+    if (column_violation != nullptr) cuda::copy_to_host(column_violation, cv.data(), cv_bytes);
+  }
+  cuda::synchronize("the Sinkhorn forward on cuda");
+  unsigned long long count = 0;
+  cuda::copy_to_host(&count, invalid, sizeof(count));
+  return static_cast<index_t>(count);
+#else
+  throw Error("this build of sinkgrad has no CUDA support (rebuild with nvcc and SINKGRAD_CUDA)");
+#endif
+}
+
+template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*, Device,
+                                  const ForwardSpec&);
+template index_t sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*, Device,
+                                  const ForwardSpec&);
 
 }  // namespace sinkgrad

@@ -118,22 +118,27 @@ BatchView<const Real> view(const void* data, std::int64_t batch, int n, MemorySp
 }
 
 template <class Real>
-void forward(Device device, std::int64_t batch, int n, int T, const void* logits, void* R) {
+void forward(Device device, std::int64_t batch, int n, int T, const void* logits, void* R,
+             const ForwardSpec& spec) {
   const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
   sinkhorn_forward<Real>(view<Real>(logits, batch, n, space), T, view<Real>(R, batch, n, space),
-                         nullptr, device);
+                         nullptr, device, spec);
+}
+
+ForwardSpec spec_of(const char* convention, double eps) {
+  return make_forward_spec(convention == nullptr ? "columns_first" : convention, eps);
 }
 
 template <class Real>
 void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int n, int T,
            const void* logits, const void* R, const void* G, void* grad, std::int32_t* status,
-           std::int32_t* iterations) {
+           std::int32_t* iterations, const ForwardSpec& spec) {
   const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
   // Without logits the view stays empty (B = 0, null), which the solver reads as "not given".
   const BatchView<const Real> M =
       logits != nullptr ? view<Real>(logits, batch, n, space) : BatchView<const Real>{};
   const BackwardProblem<Real> problem{M, view<Real>(R, batch, n, space),
-                                      view<Real>(G, batch, n, space), T};
+                                      view<Real>(G, batch, n, space), T, spec};
   const BackwardResult<Real> result{view<Real>(grad, batch, n, space),
                                     reinterpret_cast<SolveStatus*>(status), iterations};
   solver.solve(problem, result, device);
@@ -149,23 +154,38 @@ const char* sinkgrad_last_error(void) {
 
 int sinkgrad_forward(int device, int dtype, int64_t batch, int n, int T, const void* logits,
                      void* R) {
+  return sinkgrad_forward_convention(device, dtype, batch, n, T, nullptr, 0.0, logits, R);
+}
+
+int sinkgrad_forward_convention(int device, int dtype, int64_t batch, int n, int T,
+                                const char* convention, double eps, const void* logits, void* R) {
   return guarded("sinkgrad_forward", [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
     const Device on = device_of(device);
     check_dtype(dtype);
     check_shape(batch, n, T);
     require(logits, "logits", batch);
     require(R, "R", batch);
     if (dtype == SINKGRAD_C_FLOAT32)
-      forward<float>(on, batch, n, T, logits, R);
+      forward<float>(on, batch, n, T, logits, R, spec);
     else
-      forward<double>(on, batch, n, T, logits, R);
+      forward<double>(on, batch, n, T, logits, R, spec);
   });
 }
 
 int sinkgrad_solve(const char* solver, const char* options, int device, int dtype, int64_t batch,
                    int n, int T, const void* logits, const void* R, const void* G, void* grad,
                    int32_t* status, int32_t* iterations) {
+  return sinkgrad_solve_convention(solver, options, device, dtype, batch, n, T, nullptr, 0.0,
+                                   logits, R, G, grad, status, iterations);
+}
+
+int sinkgrad_solve_convention(const char* solver, const char* options, int device, int dtype,
+                              int64_t batch, int n, int T, const char* convention, double eps,
+                              const void* logits, const void* R, const void* G, void* grad,
+                              int32_t* status, int32_t* iterations) {
   return guarded("sinkgrad_solve", [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
     if (solver == nullptr) throw Error("solver is NULL");
     const BackwardSolver& s = cached_solver(solver, parse_options(options));
     const Device on = device_of(device);
@@ -177,9 +197,9 @@ int sinkgrad_solve(const char* solver, const char* options, int device, int dtyp
     require(status, "status", batch);
     require(iterations, "iterations", batch);
     if (dtype == SINKGRAD_C_FLOAT32)
-      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations);
+      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec);
     else
-      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations);
+      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec);
   });
 }
 
