@@ -126,9 +126,11 @@ void run_size(const DemoSettings& settings, int n,
     sinkhorn_forward<Real>(M.view(), T, R.view(), violation.data(), Device::cpu, settings.forward);
     double worst = 0;
     for (Real v : violation) worst = std::max(worst, double(v));
-    std::cout << "n = " << n << ", T = " << T << ", forward " << describe(settings.forward)
-              << ": max|" << (last_step_normalises_columns(settings.forward.convention) ? "r" : "c")
-              << " - 1| = " << scientific(worst) << "\n";
+    // The default forward's line is unchanged; another names its convention and inexact side.
+    const bool rows_inexact = last_step_normalises_columns(settings.forward.convention);
+    std::cout << "n = " << n << ", T = " << T << ": forward "
+              << (is_default_forward(settings.forward) ? "" : describe(settings.forward) + " ")
+              << "max|" << (rows_inexact ? "r" : "c") << " - 1| = " << scientific(worst) << "\n";
 
     TextTable table({{"solver", TextTable::Align::left},
                      {"median rel err"},
