@@ -172,41 +172,50 @@ TEST(Conventions, ReferenceGradientMatchesFiniteDifferences) {
 }
 
 // rows_first(M) is columns_first(M^T)^T, so every solver's gradient for rows_first equals the
-// transposed gradient of the transposed problem under columns_first; for cg_plain and
-// direct system=plain that holds only when they take the exact side (columns) of rows_first.
+// transposed gradient of the transposed problem under columns_first. For the plain systems
+// (a CG iterate stopped at max_iterations, a pseudo-inverse) the result depends on which side
+// is eliminated, so this holds only when they take rows_first's exact side (its columns).
+// They are compared far from convergence (T = 1): near it their near-null eigenvalue
+// (docs/math.md) amplifies the rounding difference between the two forwards' R without bound.
 TEST(Conventions, RowsFirstIsTheTransposedColumnsFirstForEverySolver) {
   auto rng = make_rng(1606);
-  for (int n : {3, 8, 16}) {
-    const int T = 4;
-    const auto M = normal_batch<double>(rng, 3, n, 1.5);
-    const auto G = normal_batch<double>(rng, 3, n, 1.0);
-    HostBatch<double> Mt(3, n), Gt(3, n);
-    for (index_t b = 0; b < 3; ++b)
-      for (int i = 0; i < n; ++i)
-        for (int j = 0; j < n; ++j) {
-          Mt(b, j, i) = M(b, i, j);
-          Gt(b, j, i) = G(b, i, j);
-        }
-    const ForwardSpec rows{ForwardConvention::rows_first, 0.0};
-    const auto R = run_forward(M, T, rows);
-    const auto Rt = forward(Mt, T);
-    for (const auto& config : all_solver_configs()) {
-      SCOPED_TRACE(config.label() + " n " + std::to_string(n));
-      const auto solver = config.create();
-      const auto a = solve(*solver, M, R, G, T, false, rows);
-      const auto b = solve(*solver, Mt, Rt, Gt, T);
-      for (index_t m = 0; m < 3; ++m) {
-        ASSERT_EQ(a.status[m], b.status[m]);
-        double worst = 0, norm = 0;
+  for (int n : {3, 8, 16})
+    for (int T : {1, 4}) {
+      const auto M = normal_batch<double>(rng, 3, n, 1.5);
+      const auto G = normal_batch<double>(rng, 3, n, 1.0);
+      HostBatch<double> Mt(3, n), Gt(3, n);
+      for (index_t b = 0; b < 3; ++b)
         for (int i = 0; i < n; ++i)
           for (int j = 0; j < n; ++j) {
-            worst = std::max(worst, std::fabs(a.grad(m, i, j) - b.grad(m, j, i)));
-            norm = std::max(norm, std::fabs(b.grad(m, j, i)));
+            Mt(b, j, i) = M(b, i, j);
+            Gt(b, j, i) = G(b, i, j);
           }
-        EXPECT_LE(worst, 1e-9 * norm);
+      const ForwardSpec rows{ForwardConvention::rows_first, 0.0};
+      const auto R = run_forward(M, T, rows);
+      const auto Rt = forward(Mt, T);
+      auto configs = all_solver_configs();
+      // Two CG steps: an iterate that depends on which side the Schur form eliminates.
+      configs.push_back({"cg_plain", {{"system", "schur"}, {"max_iterations", "2"}}});
+      for (const auto& config : configs) {
+        const bool plain = config.options.count("max_iterations") == 0 &&
+                           (config.name == "cg_plain" || config.label() == "direct system=plain");
+        if (plain && T != 1) continue;
+        SCOPED_TRACE(config.label() + " n " + std::to_string(n) + " T " + std::to_string(T));
+        const auto solver = config.create();
+        const auto a = solve(*solver, M, R, G, T, false, rows);
+        const auto b = solve(*solver, Mt, Rt, Gt, T);
+        for (index_t m = 0; m < 3; ++m) {
+          ASSERT_EQ(a.status[m], b.status[m]);
+          double worst = 0, norm = 0;
+          for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j) {
+              worst = std::max(worst, std::fabs(a.grad(m, i, j) - b.grad(m, j, i)));
+              norm = std::max(norm, std::fabs(b.grad(m, j, i)));
+            }
+          EXPECT_LE(worst, 1e-9 * norm);
+        }
       }
     }
-  }
 }
 
 // A NaN in one matrix's logits: that matrix alone is reported, its neighbours are the bits of
