@@ -68,7 +68,7 @@ endif()
 # ---- share/sinkgrad: the bundled studies and the plotting script ----------------------------
 #   share/sinkgrad/studies/*.ini   the definitions of experiments/ (`sinkgrad run` names them)
 #   share/sinkgrad/data/           the logit files they read (file(../data/...))
-#   share/sinkgrad/plot.py         pictures of a study log (with plot_style.py, plot_figures.py)
+#   share/sinkgrad/plot.py         pictures of a study log (and its modules plot_*.py)
 set(SINKGRAD_INSTALL_SHAREDIR ${CMAKE_INSTALL_DATADIR}/sinkgrad)
 file(GLOB SINKGRAD_BUNDLED_STUDIES ${PROJECT_SOURCE_DIR}/experiments/*.ini)
 install(FILES ${SINKGRAD_BUNDLED_STUDIES} DESTINATION ${SINKGRAD_INSTALL_SHAREDIR}/studies)
@@ -79,6 +79,7 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/experiments/plot.py
         DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/experiments/plot_style.py
               ${PROJECT_SOURCE_DIR}/experiments/plot_figures.py
+              ${PROJECT_SOURCE_DIR}/experiments/plot_forwards.py
         DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # plot.py's modules, found next to it
 
 # ---- Python ---------------------------------------------------------------------------------

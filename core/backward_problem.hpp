@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/batch.hpp"
+#include "core/forward_spec.hpp"
 #include "core/status.hpp"
 
 namespace sinkgrad {
@@ -15,6 +16,9 @@ struct BackwardProblem {
   BatchView<const Real> forward_output;  // R = Sinkhorn_T(exp(M))
   BatchView<const Real> grad_output;     // G = dL/dR
   int forward_iterations = 0;            // T >= 1
+  // The convention that produced R (default: the seeds', columns then rows, no eps). unrolled
+  // differentiates it; cg_plain and direct system=plain take the side it leaves exact.
+  ForwardSpec forward{};
   // The CUDA stream (a cudaStream_t) that a solve of device-memory batches launches on; null
   // is the legacy default stream. Ignored on the cpu and when batches are staged from the host.
   void* stream = nullptr;

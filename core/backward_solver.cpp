@@ -82,6 +82,7 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   if (problem.forward_iterations < 1)
     throw Error("the forward iteration count T must be >= 1, got " +
                 std::to_string(problem.forward_iterations));
+  check_forward_spec(problem.forward);
   const BatchView<const Real> ref = problem.forward_output;
   if (ref.n < 1 || ref.batch < 0) throw Error("forward_output must hold B >= 0 matrices, n >= 1");
   check_same_shape("grad_output", problem.grad_output, ref);

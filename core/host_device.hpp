@@ -25,6 +25,12 @@ SINKGRAD_HD float log_of(float x) {
 SINKGRAD_HD double log_of(double x) {
   return ::log(x);
 }
+SINKGRAD_HD float log1p_of(float x) {
+  return ::log1pf(x);
+}
+SINKGRAD_HD double log1p_of(double x) {
+  return ::log1p(x);
+}
 SINKGRAD_HD float sqrt_of(float x) {
   return ::sqrtf(x);
 }

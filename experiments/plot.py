@@ -16,9 +16,14 @@ their paths, one per line:
                                    iterate against both references, per CG iteration
   <log>_time_vs_error.png          solve time per matrix against the error; each series' points
                                    of the smallest and largest T are labelled
+  <log>_forwards_<logits>.png      (logs with several forward conventions) the error against
+                                   the unrolled gradient of the same forward, per solver,
+                                   against T: one row per convention and eps
+  <log>_eps_floor.png              (logs with tilekernels at several eps) the implicit
+                                   solvers' error against unrolled at the largest T, against eps
 
 Panels: one per (logit distribution, n) that the log holds. A series is a solver with its
-options (and precision and device when the log has several). Several seeds are averaged. Each
+options (and precision, device and forward convention when the log has several). Several seeds are averaged. Each
 figure is stamped with --stamp (default: the log's tool version and date). The log's schema is
 in docs/experiments.md.
 
@@ -52,6 +57,7 @@ import h5py  # noqa: E402
 
 # The drawing lives next to this file (experiments/, or share/sinkgrad/ when installed).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_forwards import plot_eps_floor, plot_forwards  # noqa: E402
 from plot_figures import (plot_cg_convergence, plot_error_vs_T, plot_status,  # noqa: E402
                           plot_time_vs_error)
 from plot_style import (REFERENCES, facets, family_label, logits_slug, natural,  # noqa: E402
@@ -82,7 +88,11 @@ def load_runs(path):
                 "solve_seconds_min": float(a["solve_seconds_min"]),
                 "violation": float(a["forward_violation_median"]),
                 "status": [int(x) for x in a["status_counts"]],
+                # logs written before the conventions existed ran the default forward
+                "convention": text(a.get("forward", "columns_first")),
+                "eps": float(a.get("eps", 0.0)),
             }
+            run["forward"] = run["convention"] + (f" eps={run['eps']:g}" if run["eps"] else "")
             for ref, (group_name, _) in REFERENCES.items():
                 run["err_" + ref] = float(group[group_name].attrs["frobenius_median"])
                 run["p95_" + ref] = float(group[group_name].attrs["frobenius_p95"])
@@ -140,6 +150,12 @@ def main(argv=None):
                     f"{stem}_cg_{slug(family)}_{logits_slug(logits)}.png",
                     args.dpi))
     written.append(plot_time_vs_error(runs, study, made, f"{stem}_time_vs_error.png", args.dpi))
+    if len({r["forward"] for r in runs}) > 1:
+        for logits in facets(runs)[0]:
+            written.append(plot_forwards(runs, logits, study, made,
+                                         f"{stem}_forwards_{logits_slug(logits)}.png", args.dpi))
+    if len({r["eps"] for r in runs if r["convention"] == "tilekernels"}) > 1:
+        written.append(plot_eps_floor(runs, study, made, f"{stem}_eps_floor.png", args.dpi))
     try:
         for path in written:
             print(path)

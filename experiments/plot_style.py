@@ -25,14 +25,14 @@ def parse_options(options):
 
 def series_label(run, varying):
     """Solver, then only what tells its series apart in this log: the options that vary
-    between its runs, and precision and device when the log has several."""
+    between its runs, and precision, device and forward convention when the log has several."""
     label = run["solver"]
     options = parse_options(run["options"])
     shown = [options[k] if k == "system" else f"{k}={options[k]}"
              for k in sorted(varying["options"].get(run["solver"], ())) if k in options]
     if shown:
         label += f" ({' '.join(shown)})"
-    for key in ("precision", "device"):
+    for key in ("precision", "device", "forward"):
         if key in varying["global"]:
             label += f" {run[key]}"
     return label
@@ -44,7 +44,8 @@ def varying_keys(runs):
         sets = [parse_options(r["options"]) for r in runs if r["solver"] == solver]
         names = set().union(*sets)
         per_solver[solver] = {k for k in names if len({s.get(k) for s in sets}) > 1}
-    return {"global": {k for k in ("precision", "device") if len({r[k] for r in runs}) > 1},
+    return {"global": {k for k in ("precision", "device", "forward")
+                       if len({r[k] for r in runs}) > 1},
             "options": per_solver}
 
 

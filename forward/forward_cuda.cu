@@ -4,6 +4,7 @@
 
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/per_matrix_launch.cuh"
+#include "forward/convention_forward.hpp"
 #include "forward/forward_cuda.hpp"
 #include "forward/forward_team.hpp"
 #include "forward/log_domain.hpp"
@@ -57,7 +58,50 @@ __global__ void forward_kernel(BatchView<const Real> logits, int iterations, Bat
   }
 }
 
+template <class Real>
+__global__ void convention_forward_kernel(math::ConventionForward<Real> convention,
+                                          BatchView<const Real> logits, int iterations,
+                                          BatchView<Real> R, Real* column_violation,
+                                          unsigned long long* invalid_count, std::size_t stride) {
+  extern __shared__ __align__(16) unsigned char shared_workspace[];
+  Real* work = reinterpret_cast<Real*>(shared_workspace) + threadIdx.x * stride;
+  const int n = logits.n;
+  const index_t step = index_t(gridDim.x) * blockDim.x;
+  for (index_t b = index_t(blockIdx.x) * blockDim.x + threadIdx.x; b < logits.batch; b += step) {
+    const bool ok = math::convention_forward_matrix(convention, logits.matrix(b), n, iterations,
+                                                    R.matrix(b), work);
+    if (!ok && invalid_count != nullptr) atomicAdd(invalid_count, 1ULL);
+    if (column_violation != nullptr)
+      column_violation[b] = ok ? math::marginal_violation(R.matrix(b), n, !convention.rows_first)
+                               : math::quiet_nan<Real>();
+  }
+}
+
 }  // namespace
+
+template <class Real>
+void convention_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                        Real* column_violation, unsigned long long* invalid_count,
+                        const ForwardSpec& forward, void* stream) {
+  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
+  if (logits.batch != R.batch || logits.n != R.n)
+    throw Error("forward: logits and R must have the same shape");
+  if (logits.batch == 0) return;
+  const std::size_t stride = detail::padded_workspace(
+      static_cast<std::size_t>(math::convention_forward_workspace(logits.n)));
+  auto kernel = &convention_forward_kernel<Real>;
+  const detail::LaunchShape shape =
+      detail::plan_launch(kernel, logits.batch, stride * sizeof(Real));
+  kernel<<<shape.blocks, shape.threads, shape.shared_bytes, static_cast<cudaStream_t>(stream)>>>(
+      math::convention_forward<Real>(forward), logits, iterations, R, column_violation,
+      invalid_count, stride);
+  SINKGRAD_CUDA_CHECK_LAUNCH("the Sinkhorn forward kernel of a convention");
+}
+
+template void convention_forward(BatchView<const float>, int, BatchView<float>, float*,
+                                 unsigned long long*, const ForwardSpec&, void*);
+template void convention_forward(BatchView<const double>, int, BatchView<double>, double*,
+                                 unsigned long long*, const ForwardSpec&, void*);
 
 template <class Real>
 void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,

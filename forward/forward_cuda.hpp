@@ -8,6 +8,7 @@
 // (cuda::synchronize). Compiled only when the build has CUDA (SINKGRAD_WITH_CUDA).
 
 #include "core/batch.hpp"
+#include "core/forward_spec.hpp"
 
 namespace sinkgrad::cuda {
 
@@ -18,5 +19,12 @@ template <class Real>
 void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                       Real* column_violation, unsigned long long* invalid_count = nullptr,
                       void* stream = nullptr);
+
+// The same for any convention (forward/convention_forward.hpp), one thread per matrix;
+// column_violation as the CPU's sinkhorn_forward with a ForwardSpec.
+template <class Real>
+void convention_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                        Real* column_violation, unsigned long long* invalid_count,
+                        const ForwardSpec& forward, void* stream = nullptr);
 
 }  // namespace sinkgrad::cuda

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "forward/convention_forward.hpp"
 #include "forward/forward_team.hpp"
 #include "forward/log_domain.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
@@ -24,14 +25,42 @@ struct CpuForwardMatrices {
   math::StridedView<const Real> R_col(math::Slot s) const { return {R + s.i, n}; }
 };
 
+void check_forward_call(index_t logits_batch, int logits_n, index_t R_batch, int R_n,
+                        int iterations) {
+  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
+  if (logits_batch != R_batch || logits_n != R_n)
+    throw Error("forward: logits and R must have the same shape");
+}
+
+// Every convention but the default, on the cpu: the log-domain form, one matrix per thread.
+template <class Real>
+index_t convention_forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                               Real* violation_out, const ForwardSpec& spec) {
+  const auto convention = math::convention_forward<Real>(spec);
+  const int n = logits.n;
+  index_t invalid = 0;
+#pragma omp parallel reduction(+ : invalid)
+  {
+    std::vector<Real> work(static_cast<std::size_t>(math::convention_forward_workspace(n)));
+#pragma omp for schedule(static)
+    for (index_t b = 0; b < logits.batch; ++b) {
+      const bool ok = math::convention_forward_matrix(convention, logits.matrix(b), n, iterations,
+                                                      R.matrix(b), work.data());
+      if (!ok) ++invalid;
+      if (violation_out != nullptr)
+        violation_out[b] = ok ? math::marginal_violation(R.matrix(b), n, !convention.rows_first)
+                              : math::quiet_nan<Real>();
+    }
+  }
+  return invalid;
+}
+
 }  // namespace
 
 template <class Real>
 index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                          Real* column_violation) {
-  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
-  if (logits.batch != R.batch || logits.n != R.n)
-    throw Error("forward: logits and R must have the same shape");
+  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
   if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
     throw Error("forward on the cpu needs host memory");
   const int n = logits.n;
@@ -66,14 +95,15 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
 template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*);
 template index_t sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*);
 
-template <class Real>
-index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
-                         Real* column_violation, Device device) {
-  if (device == Device::cpu) return sinkhorn_forward(logits, iterations, R, column_violation);
 #if defined(SINKGRAD_WITH_CUDA)
-  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
-  if (logits.batch != R.batch || logits.n != R.n)
-    throw Error("forward: logits and R must have the same shape");
+namespace {
+
+// The forward on cuda with logits and R both in device memory, or both in host memory (staged
+// through the GPU): launch(logits, R, column_violation, invalid_count) runs a kernel on device
+// views. Returns the number of matrices whose logits are not all finite.
+template <class Real, class Launch>
+index_t forward_on_cuda(BatchView<const Real> logits, BatchView<Real> R, Real* column_violation,
+                        Launch launch) {
   if (logits.space != R.space)
     throw Error("forward on cuda needs logits and R both in host memory or both in device memory");
   cuda::require_device();
@@ -82,15 +112,15 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
   cuda::fill_bytes(counter.data(), 0, counter.bytes());
   auto* invalid = counter.as<unsigned long long>();
   if (logits.space == MemorySpace::device) {
-    cuda::sinkhorn_forward(logits, iterations, R, column_violation, invalid);
+    launch(logits, R, column_violation, invalid);
   } else {
     const auto bytes = static_cast<std::size_t>(logits.size()) * sizeof(Real);
     const auto cv_bytes = static_cast<std::size_t>(logits.batch) * sizeof(Real);
     cuda::DeviceBuffer M(bytes), out(bytes), cv(column_violation != nullptr ? cv_bytes : 0);
     cuda::copy_to_device(M.data(), logits.data, bytes);
-    cuda::sinkhorn_forward<Real>({M.as<const Real>(), logits.batch, logits.n, MemorySpace::device},
-                                 iterations, {out.as<Real>(), R.batch, R.n, MemorySpace::device},
-                                 cv.as<Real>(), invalid);
+    launch(BatchView<const Real>{M.as<const Real>(), logits.batch, logits.n, MemorySpace::device},
+           BatchView<Real>{out.as<Real>(), R.batch, R.n, MemorySpace::device}, cv.as<Real>(),
+           invalid);
     cuda::synchronize("the Sinkhorn forward on cuda");
     cuda::copy_to_host(R.data, out.data(), bytes);
     if (column_violation != nullptr) cuda::copy_to_host(column_violation, cv.data(), cv_bytes);
@@ -99,9 +129,28 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
   unsigned long long count = 0;
   cuda::copy_to_host(&count, invalid, sizeof(count));
   return static_cast<index_t>(count);
-#else
-  (void)logits, (void)iterations, (void)R, (void)column_violation;
+}
+
+}  // namespace
+#endif
+
+[[noreturn]] inline void no_cuda_build() {
   throw Error("this build of sinkgrad has no CUDA support (rebuild with nvcc and SINKGRAD_CUDA)");
+}
+
+template <class Real>
+index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                         Real* column_violation, Device device) {
+  if (device == Device::cpu) return sinkhorn_forward(logits, iterations, R, column_violation);
+  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
+#if defined(SINKGRAD_WITH_CUDA)
+  return forward_on_cuda(logits, R, column_violation,
+                         [&](BatchView<const Real> M, BatchView<Real> out, Real* violation,
+                             unsigned long long* invalid) {
+                           cuda::sinkhorn_forward(M, iterations, out, violation, invalid);
+                         });
+#else
+  no_cuda_build();
 #endif
 }
 
@@ -109,20 +158,57 @@ template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>,
 template index_t sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*, Device);
 
 template <class Real>
+index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                         Real* column_violation, Device device, const ForwardSpec& forward) {
+  check_forward_spec(forward);
+  if (is_default_forward(forward))
+    return sinkhorn_forward(logits, iterations, R, column_violation, device);
+  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
+  if (device == Device::cpu) {
+    if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
+      throw Error("forward on the cpu needs host memory");
+    return convention_forward_cpu(logits, iterations, R, column_violation, forward);
+  }
+#if defined(SINKGRAD_WITH_CUDA)
+  return forward_on_cuda(logits, R, column_violation,
+                         [&](BatchView<const Real> M, BatchView<Real> out, Real* violation,
+                             unsigned long long* invalid) {
+                           cuda::convention_forward(M, iterations, out, violation, invalid,
+                                                    forward);
+                         });
+#else
+  no_cuda_build();
+#endif
+}
+
+template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*, Device,
+                                  const ForwardSpec&);
+template index_t sinkhorn_forward(BatchView<const double>, int, BatchView<double>, double*, Device,
+                                  const ForwardSpec&);
+
+template <class Real>
 void sinkhorn_forward_async(BatchView<const Real> logits, int iterations, BatchView<Real> R,
-                            void* stream) {
+                            void* stream, const ForwardSpec& forward) {
+  check_forward_spec(forward);
+  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
 #if defined(SINKGRAD_WITH_CUDA)
   if (logits.space != MemorySpace::device || R.space != MemorySpace::device)
     throw Error("the stream-ordered forward needs logits and R in device memory");
   cuda::require_device();
-  cuda::sinkhorn_forward(logits, iterations, R, static_cast<Real*>(nullptr), nullptr, stream);
+  if (is_default_forward(forward))
+    cuda::sinkhorn_forward(logits, iterations, R, static_cast<Real*>(nullptr), nullptr, stream);
+  else
+    cuda::convention_forward(logits, iterations, R, static_cast<Real*>(nullptr), nullptr, forward,
+                             stream);
 #else
-  (void)logits, (void)iterations, (void)R, (void)stream;
-  throw Error("this build of sinkgrad has no CUDA support (rebuild with nvcc and SINKGRAD_CUDA)");
+  (void)stream;
+  no_cuda_build();
 #endif
 }
 
-template void sinkhorn_forward_async(BatchView<const float>, int, BatchView<float>, void*);
-template void sinkhorn_forward_async(BatchView<const double>, int, BatchView<double>, void*);
+template void sinkhorn_forward_async(BatchView<const float>, int, BatchView<float>, void*,
+                                     const ForwardSpec&);
+template void sinkhorn_forward_async(BatchView<const double>, int, BatchView<double>, void*,
+                                     const ForwardSpec&);
 
 }  // namespace sinkgrad

@@ -2,6 +2,7 @@
 // Batched Sinkhorn forward (see forward_math.hpp for the convention and the log-domain form).
 
 #include "core/batch.hpp"
+#include "core/forward_spec.hpp"
 #include "core/types.hpp"
 
 namespace sinkgrad {
@@ -26,8 +27,19 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
 // returns without waiting, allocates nothing and counts nothing (a matrix with non-finite
 // logits still gets a NaN R). Launch errors throw Error at once; errors while the kernel runs
 // surface at the caller's next synchronisation. Throws Error in a build without CUDA.
+// forward: the convention (core/forward_spec.hpp; the default is the seeds').
 template <class Real>
 void sinkhorn_forward_async(BatchView<const Real> logits, int iterations, BatchView<Real> R,
-                            void* stream);
+                            void* stream, const ForwardSpec& forward = {});
+
+// The same for a chosen forward convention (core/forward_spec.hpp). column_violation then
+// holds the violation of the marginal the last step does not normalise: max_j |c_j - 1| for
+// columns_first, max_i |r_i - 1| for rows_first and tilekernels. The default spec runs the
+// overloads above unchanged; the others run the log-domain form of
+// forward/convention_forward.hpp, one thread per matrix on the GPU. Throws Error for a spec
+// whose eps is negative or not finite.
+template <class Real>
+index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                         Real* column_violation, Device device, const ForwardSpec& forward);
 
 }  // namespace sinkgrad

@@ -2,8 +2,9 @@
 # On the GPU machine, after `bash .devdeps/device-build.sh /tmp/build`, from the repository root:
 # the CUDA parity tests, sinkgrad_bench_cuda, then sinkgrad beside the seeds' Triton kernels
 # and torch.linalg.solve (experiments/compare_with_seeds.py), whose table is printed last.
-#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare]
-# The second argument picks steps (one command of the device tool has 10 minutes);
+#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare,conventions]
+# The second argument picks steps (one command of the device tool has 10 minutes; conventions,
+# the forward and unrolled of every forward convention, runs only when named);
 # COMPARE_ARGS adds options to compare_with_seeds.py (e.g. "--batch-divisor 4").
 # Full logs go to $OUT when it is set (else to a temporary folder, named at the end).
 set -uo pipefail  # no -e: every step runs; the exit status says whether any failed
@@ -24,6 +25,16 @@ if [[ $steps == *,bench,* ]]; then  # Google Benchmark's own lines stay in the l
   echo "== sinkgrad_bench_cuda"
   "$build/bin/sinkgrad_bench_cuda" > "$logs/bench_cuda.log" 2>&1 || failed=1
   grep -E '^(device:|\|)' "$logs/bench_cuda.log"
+fi
+
+if [[ $steps == *,conventions,* ]]; then  # the other forward conventions beside the default
+  for forward in columns_first rows_first tilekernels:1e-6; do
+    echo "== sinkgrad_bench_cuda, forward and unrolled, $forward"
+    SINKGRAD_BENCH_FORWARD=$forward "$build/bin/sinkgrad_bench_cuda" \
+      --benchmark_filter='^(forward|unrolled)/n(4|8|16)/' > "$logs/bench_$forward.log" 2>&1 ||
+      failed=1
+    grep -E '^(device:|\|)' "$logs/bench_$forward.log"
+  done
 fi
 
 if [[ $steps == *,compare,* ]]; then  # its rows come twice (as measured, then the table)

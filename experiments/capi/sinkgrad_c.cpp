@@ -119,16 +119,22 @@ BatchView<const Real> view(const void* data, std::int64_t batch, int n, MemorySp
 }
 
 template <class Real>
-void forward_async(std::int64_t batch, int n, int T, const void* logits, void* R, void* stream) {
+void forward_async(std::int64_t batch, int n, int T, const void* logits, void* R, void* stream,
+                   const ForwardSpec& spec = {}) {
   sinkhorn_forward_async<Real>(view<Real>(logits, batch, n, MemorySpace::device), T,
-                               view<Real>(R, batch, n, MemorySpace::device), stream);
+                               view<Real>(R, batch, n, MemorySpace::device), stream, spec);
 }
 
 template <class Real>
-void forward(Device device, std::int64_t batch, int n, int T, const void* logits, void* R) {
+void forward(Device device, std::int64_t batch, int n, int T, const void* logits, void* R,
+             const ForwardSpec& spec) {
   const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
   sinkhorn_forward<Real>(view<Real>(logits, batch, n, space), T, view<Real>(R, batch, n, space),
-                         nullptr, device);
+                         nullptr, device, spec);
+}
+
+ForwardSpec spec_of(const char* convention, double eps) {
+  return make_forward_spec(convention == nullptr ? "columns_first" : convention, eps);
 }
 
 // wait: BackwardSolver::solve on `device` (waits for the GPU); otherwise solve_async, device
@@ -136,13 +142,14 @@ void forward(Device device, std::int64_t batch, int n, int T, const void* logits
 template <class Real>
 void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int n, int T,
            const void* logits, const void* R, const void* G, void* grad, std::int32_t* status,
-           std::int32_t* iterations, void* stream = nullptr, bool wait = true) {
+           std::int32_t* iterations, const ForwardSpec& spec, void* stream = nullptr,
+           bool wait = true) {
   const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
   // Without logits the view stays empty (B = 0, null), which the solver reads as "not given".
   const BatchView<const Real> M =
       logits != nullptr ? view<Real>(logits, batch, n, space) : BatchView<const Real>{};
   const BackwardProblem<Real> problem{M, view<Real>(R, batch, n, space),
-                                      view<Real>(G, batch, n, space), T, stream};
+                                      view<Real>(G, batch, n, space), T, spec, stream};
   const BackwardResult<Real> result{view<Real>(grad, batch, n, space),
                                     reinterpret_cast<SolveStatus*>(status), iterations};
   if (wait)
@@ -171,63 +178,95 @@ const char* sinkgrad_last_error(void) {
 
 int sinkgrad_forward(int device, int dtype, int64_t batch, int n, int T, const void* logits,
                      void* R) {
+  return sinkgrad_forward_convention(device, dtype, batch, n, T, nullptr, 0.0, logits, R);
+}
+
+int sinkgrad_forward_convention(int device, int dtype, int64_t batch, int n, int T,
+                                const char* convention, double eps, const void* logits, void* R) {
   return guarded("sinkgrad_forward", [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
     const Device on = device_of(device);
     check_dtype(dtype);
     check_shape(batch, n, T);
     require(logits, "logits", batch);
     require(R, "R", batch);
     if (dtype == SINKGRAD_C_FLOAT32)
-      forward<float>(on, batch, n, T, logits, R);
+      forward<float>(on, batch, n, T, logits, R, spec);
     else
-      forward<double>(on, batch, n, T, logits, R);
+      forward<double>(on, batch, n, T, logits, R, spec);
   });
 }
 
 int sinkgrad_solve(const char* solver, const char* options, int device, int dtype, int64_t batch,
                    int n, int T, const void* logits, const void* R, const void* G, void* grad,
                    int32_t* status, int32_t* iterations) {
+  return sinkgrad_solve_convention(solver, options, device, dtype, batch, n, T, nullptr, 0.0,
+                                   logits, R, G, grad, status, iterations);
+}
+
+int sinkgrad_solve_convention(const char* solver, const char* options, int device, int dtype,
+                              int64_t batch, int n, int T, const char* convention, double eps,
+                              const void* logits, const void* R, const void* G, void* grad,
+                              int32_t* status, int32_t* iterations) {
   return guarded("sinkgrad_solve", [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
     if (solver == nullptr) throw Error("solver is NULL");
     const BackwardSolver& s = cached_solver(solver, parse_options(options));
     const Device on = device_of(device);
     check_dtype(dtype);
     check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
     if (dtype == SINKGRAD_C_FLOAT32)
-      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations);
+      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec);
     else
-      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations);
+      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec);
   });
 }
 
 int sinkgrad_forward_async(int dtype, int64_t batch, int n, int T, const void* logits, void* R,
                            void* stream) {
+  return sinkgrad_forward_convention_async(dtype, batch, n, T, nullptr, 0.0, logits, R, stream);
+}
+
+int sinkgrad_forward_convention_async(int dtype, int64_t batch, int n, int T,
+                                      const char* convention, double eps, const void* logits,
+                                      void* R, void* stream) {
   return guarded("sinkgrad_forward_async", [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
     check_dtype(dtype);
     check_shape(batch, n, T);
     require(logits, "logits", batch);
     require(R, "R", batch);
     if (dtype == SINKGRAD_C_FLOAT32)
-      forward_async<float>(batch, n, T, logits, R, stream);
+      forward_async<float>(batch, n, T, logits, R, stream, spec);
     else
-      forward_async<double>(batch, n, T, logits, R, stream);
+      forward_async<double>(batch, n, T, logits, R, stream, spec);
   });
 }
 
 int sinkgrad_solve_async(const char* solver, const char* options, int dtype, int64_t batch, int n,
                          int T, const void* logits, const void* R, const void* G, void* grad,
                          int32_t* status, int32_t* iterations, void* stream) {
+  return sinkgrad_solve_convention_async(solver, options, dtype, batch, n, T, nullptr, 0.0, logits,
+                                         R, G, grad, status, iterations, stream);
+}
+
+int sinkgrad_solve_convention_async(const char* solver, const char* options, int dtype,
+                                    int64_t batch, int n, int T, const char* convention,
+                                    double eps, const void* logits, const void* R, const void* G,
+                                    void* grad, int32_t* status, int32_t* iterations,
+                                    void* stream) {
   return guarded("sinkgrad_solve_async", [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
     if (solver == nullptr) throw Error("solver is NULL");
     const BackwardSolver& s = cached_solver(solver, parse_options(options));
     check_dtype(dtype);
     check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
     if (dtype == SINKGRAD_C_FLOAT32)
-      solve<float>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, stream,
-                   false);
+      solve<float>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, spec,
+                   stream, false);
     else
-      solve<double>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, stream,
-                    false);
+      solve<double>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, spec,
+                    stream, false);
   });
 }
 

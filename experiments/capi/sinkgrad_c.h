@@ -77,6 +77,32 @@ SINKGRAD_C_API int sinkgrad_load_plugin(const char* path);
 /* 1 when this library was built with the CUDA variants, 0 otherwise. */
 SINKGRAD_C_API int sinkgrad_has_cuda(void);
 
+/* The same two for a chosen forward convention (docs/math.md, "Forward conventions"):
+ * convention "columns_first" (what the two above run), "rows_first" or "tilekernels" (NULL
+ * means columns_first); eps, finite and >= 0, is added to every normalising denominator (the
+ * conventions' own values: 0 for columns_first and rows_first, 1e-6 for tilekernels). An
+ * unknown name or a bad eps is an error naming what is allowed. The solve must be told the
+ * convention that produced R: unrolled differentiates it, the plain systems take its exact
+ * side. */
+SINKGRAD_C_API int sinkgrad_forward_convention(int device, int dtype, int64_t batch, int n, int T,
+                                               const char* convention, double eps,
+                                               const void* logits, void* R);
+SINKGRAD_C_API int sinkgrad_solve_convention(const char* solver, const char* options, int device,
+                                             int dtype, int64_t batch, int n, int T,
+                                             const char* convention, double eps, const void* logits,
+                                             const void* R, const void* G, void* grad,
+                                             int32_t* status, int32_t* iterations);
+/* The stream-ordered forms of these two (see sinkgrad_forward_async). */
+SINKGRAD_C_API int sinkgrad_forward_convention_async(int dtype, int64_t batch, int n, int T,
+                                                     const char* convention, double eps,
+                                                     const void* logits, void* R, void* stream);
+SINKGRAD_C_API int sinkgrad_solve_convention_async(const char* solver, const char* options,
+                                                   int dtype, int64_t batch, int n, int T,
+                                                   const char* convention, double eps,
+                                                   const void* logits, const void* R,
+                                                   const void* G, void* grad, int32_t* status,
+                                                   int32_t* iterations, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -37,6 +37,13 @@ def default_library_path():
     return os.path.join(root, "build", "lib", "libsinkgrad_c.so")
 
 
+def default_eps(convention, eps):
+    """The convention's own eps when none is given (FORWARDS.md: 1e-6 for TileKernels)."""
+    if eps is not None:
+        return float(eps)
+    return 1e-6 if convention == "tilekernels" else 0.0
+
+
 class SinkgradC:
     def __init__(self, path=None):
         self.path = path or default_library_path()
@@ -49,6 +56,12 @@ class SinkgradC:
         self._lib.sinkgrad_solve.restype = i32
         self._lib.sinkgrad_solve.argtypes = [ctypes.c_char_p, ctypes.c_char_p, i32, i32, i64,
                                              i32, i32, p, p, p, p, p, p]
+        d, s = ctypes.c_double, ctypes.c_char_p
+        self._lib.sinkgrad_forward_convention.restype = i32
+        self._lib.sinkgrad_forward_convention.argtypes = [i32, i32, i64, i32, i32, s, d, p, p]
+        self._lib.sinkgrad_solve_convention.restype = i32
+        self._lib.sinkgrad_solve_convention.argtypes = [s, s, i32, i32, i64, i32, i32, s, d, p,
+                                                        p, p, p, p, p]
 
     def last_error(self):
         return self._lib.sinkgrad_last_error().decode()
@@ -57,24 +70,29 @@ class SinkgradC:
         if code != 0:
             raise SinkgradError(self.last_error())
 
-    def forward(self, device, dtype, batch, n, T, logits, R):
-        self._check(self._lib.sinkgrad_forward(device, dtype, batch, n, T, logits, R))
+    def forward(self, device, dtype, batch, n, T, logits, R, convention="columns_first",
+                eps=None):
+        self._check(self._lib.sinkgrad_forward_convention(
+            device, dtype, batch, n, T, convention.encode(), default_eps(convention, eps), logits,
+            R))
 
     def solve(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad, status,
-              iterations):
-        self._check(self._lib.sinkgrad_solve(solver.encode(), (options or "").encode(), device,
-                                             dtype, batch, n, T, logits, R, G, grad, status,
-                                             iterations))
+              iterations, convention="columns_first", eps=None):
+        self._check(self._lib.sinkgrad_solve_convention(
+            solver.encode(), (options or "").encode(), device, dtype, batch, n, T,
+            convention.encode(), default_eps(convention, eps), logits, R, G, grad, status,
+            iterations))
 
     # numpy arrays on the cpu: shapes (B, n, n), float32 or float64, C-contiguous.
-    def forward_numpy(self, M, T):
+    def forward_numpy(self, M, T, convention="columns_first", eps=None):
         import numpy as np
         M = np.ascontiguousarray(M)
         R = np.empty_like(M)
-        self.forward(CPU, M.itemsize, M.shape[0], M.shape[1], T, M.ctypes.data, R.ctypes.data)
+        self.forward(CPU, M.itemsize, M.shape[0], M.shape[1], T, M.ctypes.data, R.ctypes.data,
+                     convention, eps)
         return R
 
-    def solve_numpy(self, solver, options, M, R, G, T):
+    def solve_numpy(self, solver, options, M, R, G, T, convention="columns_first", eps=None):
         """(dL/dM, status, iterations); M may be None for solvers that do not replay."""
         import numpy as np
         R, G = np.ascontiguousarray(R), np.ascontiguousarray(G)
@@ -84,5 +102,5 @@ class SinkgradC:
         iterations = np.empty(R.shape[0], dtype=np.int32)
         self.solve(solver, options, CPU, R.itemsize, R.shape[0], R.shape[1], T,
                    None if M is None else M.ctypes.data, R.ctypes.data, G.ctypes.data,
-                   grad.ctypes.data, status.ctypes.data, iterations.ctypes.data)
+                   grad.ctypes.data, status.ctypes.data, iterations.ctypes.data, convention, eps)
         return grad, status, iterations

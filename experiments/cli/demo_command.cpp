@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "core/solver_registry.hpp"
@@ -51,6 +52,7 @@ struct DemoSettings {
   double scale = 4;
   Precision precision = Precision::float64;
   std::uint64_t seed = 0;
+  ForwardSpec forward;
 };
 
 template <class Real>
@@ -63,14 +65,14 @@ struct Solved {
 
 template <class Real>
 Solved<Real> solve(const BackwardSolver& solver, const HostBatch<Real>& M, const HostBatch<Real>& R,
-                   const HostBatch<Real>& G, int T) {
+                   const HostBatch<Real>& G, int T, const ForwardSpec& forward) {
   const auto batch = static_cast<size_t>(M.batch());
   Solved<Real> out{HostBatch<Real>(M.batch(), M.n()), std::vector<SolveStatus>(batch),
                    std::vector<std::int32_t>(batch), 0};
   out.milliseconds = std::numeric_limits<double>::infinity();
   for (int repeat = 0; repeat < timing_repeats; ++repeat) {
     const auto start = std::chrono::steady_clock::now();
-    solver.solve(BackwardProblem<Real>{M.view(), R.view(), G.view(), T},
+    solver.solve(BackwardProblem<Real>{M.view(), R.view(), G.view(), T, forward},
                  BackwardResult<Real>{out.grad.view(), out.status.data(), out.iterations.data()});
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
@@ -121,11 +123,14 @@ void run_size(const DemoSettings& settings, int n,
   for (int T : settings.iterations) {
     HostBatch<Real> R(settings.batch, n);
     std::vector<Real> violation(static_cast<size_t>(settings.batch));
-    sinkhorn_forward<Real>(M.view(), T, R.view(), violation.data());
+    sinkhorn_forward<Real>(M.view(), T, R.view(), violation.data(), Device::cpu, settings.forward);
     double worst = 0;
     for (Real v : violation) worst = std::max(worst, double(v));
-    std::cout << "n = " << n << ", T = " << T << ": forward max|c - 1| = " << scientific(worst)
-              << "\n";
+    // The default forward's line is unchanged; another names its convention and inexact side.
+    const bool rows_inexact = last_step_normalises_columns(settings.forward.convention);
+    std::cout << "n = " << n << ", T = " << T << ": forward "
+              << (is_default_forward(settings.forward) ? "" : describe(settings.forward) + " ")
+              << "max|" << (rows_inexact ? "r" : "c") << " - 1| = " << scientific(worst) << "\n";
 
     TextTable table({{"solver", TextTable::Align::left},
                      {"median rel err"},
@@ -137,7 +142,8 @@ void run_size(const DemoSettings& settings, int n,
                      {"iters"},
                      {"ms"}});
     std::vector<Solved<Real>> results;
-    for (const auto& solver : solvers) results.push_back(solve(*solver, M, R, G, T));
+    for (const auto& solver : solvers)
+      results.push_back(solve(*solver, M, R, G, T, settings.forward));
     const Solved<Real>& reference = results.front();
     for (size_t v = 0; v < solvers.size(); ++v) {
       const Solved<Real>& result = results[v];
@@ -236,6 +242,13 @@ int run_demo_command(const po::variables_map& values) {
   } catch (const Error& error) {
     throw UsageError(std::string("--dtype: ") + error.what());
   }
+  try {
+    std::optional<double> eps;
+    if (values.count("eps")) eps = values["eps"].as<double>();
+    settings.forward = make_forward_spec(values["forward"].as<std::string>(), eps);
+  } catch (const Error& error) {
+    throw UsageError(std::string("--forward/--eps: ") + error.what());
+  }
   settings.seed = values.count("seed")
                       ? values["seed"].as<std::uint64_t>()
                       : (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
@@ -256,7 +269,7 @@ Command make_demo_command() {
       "derivative, status counts and time, for a few sizes n and forward iterations T.";
   command.usage =
       "[--seed S] [--batch B] [--sizes n ...] [--iterations T ...] [--scale s] "
-      "[--dtype float32|float64]";
+      "[--dtype float32|float64] [--forward NAME [--eps X]]";
   command.description =
       "Runs on the CPU in a few seconds. Same seed, same matrices: the seed is printed so that "
       "a run can be repeated.";
@@ -274,7 +287,11 @@ Command make_demo_command() {
         ("scale", po::value<double>()->default_value(4.0)->value_name("s"),
          "logits ~ uniform(0, s)")  //
         ("dtype", po::value<std::string>()->default_value("float64")->value_name("float32|float64"),
-         "precision");
+         "precision")  //
+        ("forward", po::value<std::string>()->default_value("columns_first")->value_name("NAME"),
+         "forward convention: columns_first, rows_first or tilekernels (see 'grad --help')")  //
+        ("eps", po::value<double>()->value_name("X"),
+         "the forward's eps, finite and >= 0 (default 0; 1e-6 for tilekernels)");
   };
   command.run = run_demo_command;
   return command;

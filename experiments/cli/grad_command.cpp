@@ -33,6 +33,7 @@ struct GradRequest {
   int iterations = 20;
   std::optional<Precision> dtype;  // default: the precision of the input's logits
   Device device = Device::cpu;
+  ForwardSpec forward;
 };
 
 struct GradSummary {
@@ -62,6 +63,13 @@ GradRequest read_request(const po::variables_map& values) {
     request.device = parse_device(values["device"].as<std::string>());
   } catch (const Error& error) {
     throw UsageError(std::string("--device: ") + error.what());
+  }
+  try {
+    std::optional<double> eps;
+    if (values.count("eps")) eps = values["eps"].as<double>();
+    request.forward = make_forward_spec(values["forward"].as<std::string>(), eps);
+  } catch (const Error& error) {
+    throw UsageError(std::string("--forward/--eps: ") + error.what());
   }
   if (values.count("option")) {
     for (const std::string& text : values["option"].as<std::vector<std::string>>()) {
@@ -99,6 +107,8 @@ void write_metadata(const h5::File& file, const GradRequest& request, const Back
   h5::write_string_attribute(file, "solver", solver.name());
   h5::write_string_attribute(file, "options", options_text(solver.options()));
   h5::write_int_attribute(file, "T", request.iterations);
+  h5::write_string_attribute(file, "forward", std::string(to_string(request.forward.convention)));
+  h5::write_double_attribute(file, "eps", request.forward.eps);
   h5::write_string_attribute(file, "dtype", std::string(to_string(precision)));
   h5::write_string_attribute(file, "device", std::string(to_string(request.device)));
   h5::write_string_attribute(file, "sinkgrad_version", version);
@@ -128,17 +138,17 @@ GradSummary solve_and_write(const GradRequest& request, const BackwardSolver& so
   HostBatch<Real> R(batch, n);
   std::vector<Real> column_violation(static_cast<size_t>(batch));
   auto start = std::chrono::steady_clock::now();
-  summary.non_finite_logits =
-      sinkhorn_forward<Real>(logits.view(), T, R.view(), column_violation.data());
+  summary.non_finite_logits = sinkhorn_forward<Real>(
+      logits.view(), T, R.view(), column_violation.data(), Device::cpu, request.forward);
   summary.forward_seconds = seconds_since(start);
 
   HostBatch<Real> grad_logits(batch, n);
   std::vector<SolveStatus> status(static_cast<size_t>(batch));
   std::vector<std::int32_t> iterations(static_cast<size_t>(batch));
   start = std::chrono::steady_clock::now();
-  solver.solve(BackwardProblem<Real>{logits.view(), R.view(), grad_output.view(), T},
-               BackwardResult<Real>{grad_logits.view(), status.data(), iterations.data()},
-               request.device);
+  solver.solve(
+      BackwardProblem<Real>{logits.view(), R.view(), grad_output.view(), T, request.forward},
+      BackwardResult<Real>{grad_logits.view(), status.data(), iterations.data()}, request.device);
   summary.backward_seconds = seconds_since(start);
 
   std::vector<std::int32_t> status_codes(status.size());
@@ -163,8 +173,8 @@ void print_summary(const GradRequest& request, const BackwardSolver& solver, Pre
                    const GradSummary& summary) {
   std::cout << "sinkgrad grad: " << request.output << ": " << summary.batch << " matrices "
             << summary.n << "x" << summary.n << ", " << to_string(precision)
-            << ", T=" << request.iterations << ", " << solver.name() << " on "
-            << to_string(request.device) << "; status:";
+            << ", T=" << request.iterations << ", forward " << describe(request.forward) << ", "
+            << solver.name() << " on " << to_string(request.device) << "; status:";
   for (int code = 0; code < status_count; ++code)
     std::cout << (code ? "," : "") << " " << to_string(static_cast<SolveStatus>(code)) << " "
               << summary.status_counts[static_cast<size_t>(code)];
@@ -230,15 +240,17 @@ Command make_grad_command() {
       "Compute dL/dM for the logits M and grad_output G = dL/dR in an HDF5 file: runs the "
       "T-step Sinkhorn forward, then the chosen backward solver.";
   command.usage =
-      "--input IN.h5 --output OUT.h5 --solver NAME [--iterations T] [--dtype float32|float64] "
-      "[--device cpu|cuda] [--option key=value ...]";
+      "--input IN.h5 --output OUT.h5 --solver NAME [--iterations T] [--forward NAME [--eps X]] "
+      "[--dtype float32|float64] [--device cpu|cuda] [--option key=value ...]";
   command.description =
       "Input: datasets 'logits' and 'grad_output', both of shape (B, n, n), float32 or "
       "float64.\n\n"
       "Output (replaced only when complete; an existing file is left untouched on any error): "
       "'R' and 'grad_logits' (B, n, n) in --dtype, 'status' and 'iterations' (B) int32, "
-      "'column_violation' (B) in --dtype = max_j |sum_i R_ij - 1| of the forward; attributes "
-      "solver, options, T, dtype, device, sinkgrad_version, input, status_codes.\n\n"
+      "'column_violation' (B) in --dtype = max |sum - 1| over the marginal the forward's last "
+      "step leaves inexact (columns for columns_first, rows for rows_first and tilekernels); "
+      "attributes solver, options, T, forward, eps, dtype, device, sinkgrad_version, input, "
+      "status_codes.\n\n"
       "Status codes: 0 ok, 1 not_converged (CG stopped at max_iterations; its last iterate is "
       "written), 2 breakdown (gradient NaN), 3 invalid_input (NaN/Inf input or a zero row or "
       "column; gradient NaN). A run with failed matrices still exits 0: read 'status'.\n\n"
@@ -257,6 +269,13 @@ Command make_grad_command() {
          ("backward solver: " + names + " (see 'sinkgrad solvers')").c_str())  //
         ("iterations,T", po::value<int>()->default_value(20)->value_name("T"),
          "Sinkhorn iterations of the forward (T >= 1)")  //
+        ("forward", po::value<std::string>()->default_value("columns_first")->value_name("NAME"),
+         "forward convention: columns_first (exp(M), T times columns then rows), rows_first "
+         "(rows then columns), tilekernels (softmax_rows(M) + eps, columns, then T - 1 times "
+         "rows and columns)")  //
+        ("eps", po::value<double>()->value_name("X"),
+         "added to every normalising denominator, finite and >= 0 (default 0; 1e-6 for "
+         "tilekernels)")  //
         ("dtype", po::value<std::string>()->value_name("float32|float64"),
          "precision of the computation and of the output (default: that of the input's "
          "logits)")  //

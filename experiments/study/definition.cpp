@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -29,7 +30,13 @@ const KeyTable& fixed_keys() {
          "uniform(low, high), normal(scale), near_permutation(scale, noise), "
          "file(PATH.h5, DATASET)"},
         {"seed", "integers >= 0"}}},
-      {"forward", {{"T", "integers >= 1 (forward iterations)"}, {"precision", "float32, float64"}}},
+      {"forward",
+       {{"T", "integers >= 1 (forward iterations)"},
+        {"precision", "float32, float64"},
+        {"convention", "columns_first, rows_first, tilekernels"},
+        {"eps",
+         "numbers >= 0 (added to every normalising denominator; default 0, 1e-6 for "
+         "tilekernels)"}}},
       {"solvers", {{"use", "all, or solver names"}}},
       {"run", {{"devices", "cpu, cuda, default (cuda when a GPU is usable, else cpu)"}}},
       {"references",
@@ -142,6 +149,42 @@ std::string number_text(double value) {
   char buffer[32];
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
   return std::string(buffer, result.ptr);
+}
+
+// [forward] convention x eps: every convention with every eps listed, or with its own default.
+void parse_forwards(const Reader& reader, StudyDefinition& definition) {
+  std::vector<std::string> conventions{"columns_first"};
+  if (reader.has("forward.convention")) {
+    conventions.clear();
+    for (const std::string& item : reader.list("forward.convention")) {
+      try {
+        parse_forward_convention(item);
+      } catch (const Error&) {
+        reader.fail("forward.convention", "'" + item + "' is not a forward convention; allowed: " +
+                                              reader.allowed("forward.convention"));
+      }
+      if (std::find(conventions.begin(), conventions.end(), item) != conventions.end())
+        reader.fail("forward.convention", "'" + item + "' is listed twice");
+      conventions.push_back(item);
+    }
+  }
+  std::vector<std::optional<double>> eps_values{std::nullopt};
+  if (reader.has("forward.eps")) {
+    eps_values.clear();
+    for (const std::string& item : reader.list("forward.eps")) {
+      const double eps = reader.real("forward.eps", item);
+      if (eps < 0)
+        reader.fail("forward.eps",
+                    "'" + item + "' is negative; allowed: " + reader.allowed("forward.eps"));
+      if (std::find(eps_values.begin(), eps_values.end(), std::optional<double>(eps)) !=
+          eps_values.end())
+        reader.fail("forward.eps", "'" + item + "' is listed twice");
+      eps_values.push_back(eps);
+    }
+  }
+  for (const std::string& convention : conventions)
+    for (const auto& eps : eps_values)
+      definition.forwards.push_back(make_forward_spec(convention, eps));
 }
 
 LogitSource parse_logit_source(const Reader& reader, const std::string& key,
@@ -375,6 +418,7 @@ StudyDefinition parse_definition(const std::string& text, const std::string& bas
     definition.precisions.push_back(Precision::float64);
   }
 
+  parse_forwards(reader, definition);
   definition.solvers = parse_solvers(reader, registry);
   for (const SolverSweep& sweep : definition.solvers)
     for (const Precision precision : definition.precisions)

@@ -11,6 +11,8 @@
 //   [forward]
 //   T = 1, 2, 5, 20
 //   precision = float64
+//   convention = columns_first, rows_first, tilekernels
+//   eps = 1e-6                     # optional; each convention's default when absent
 //   [solvers]
 //   use = all                      # or a list: unrolled, cg_corrected
 //   [solver.cg_corrected]
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/forward_spec.hpp"
 #include "core/solver_registry.hpp"
 #include "core/types.hpp"
 #include "experiments/study/definition_entries.hpp"
@@ -74,6 +77,7 @@ struct StudyDefinition {
   // [forward]
   std::vector<int> iterations;  // T
   std::vector<Precision> precisions;
+  std::vector<ForwardSpec> forwards;  // conventions x eps (each convention's default eps)
   // [solvers], [solver.NAME]
   std::vector<SolverSweep> solvers;
   // [run]

@@ -13,11 +13,13 @@
 //               as T grows, so this is the gradient the implicit formulas aim at.
 
 #include "core/batch.hpp"
+#include "core/forward_spec.hpp"
 
 namespace sinkgrad::study {
 
 HostBatch<double> unrolled_reference(const HostBatch<double>& logits,
-                                     const HostBatch<double>& grad_output, int T);
+                                     const HostBatch<double>& grad_output, int T,
+                                     const ForwardSpec& forward = {});
 
 struct ConvergedReference {
   HostBatch<double> gradient;
@@ -26,9 +28,12 @@ struct ConvergedReference {
   bool reached = false;      // violation_max < tolerance
 };
 
+// For a forward other than the default (whose violation need not tend to 0: an eps keeps the
+// marginals near 1 - eps), T_conv is the first T at which R stopped changing: max |R_T -
+// R_{T/2}| < tolerance; violation_max is then that change.
 ConvergedReference converged_reference(const HostBatch<double>& logits,
                                        const HostBatch<double>& grad_output, double tolerance,
-                                       int max_T);
+                                       int max_T, const ForwardSpec& forward = {});
 
 // max over the batch of max_j |c_j - 1| after T forward iterations in float64 (NaN entries,
 // from non-finite logits, are ignored).

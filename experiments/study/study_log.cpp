@@ -133,25 +133,26 @@ void StudyLog::write_input(const InputSpec& input, const HostBatch<double>& logi
   file_.flush();
 }
 
-std::optional<HostBatch<double>> StudyLog::read_unrolled_reference(const InputSpec& input,
-                                                                   Precision precision,
-                                                                   int T) const {
-  return read_gradient(file_, reference_path(input, precision, "T_" + std::to_string(T)), input);
+std::optional<HostBatch<double>> StudyLog::read_unrolled_reference(
+    const InputSpec& input, Precision precision, int T, const std::string& forward) const {
+  return read_gradient(file_, reference_path(input, precision, "T_" + std::to_string(T) + forward),
+                       input);
 }
 
 void StudyLog::write_unrolled_reference(const InputSpec& input, Precision precision, int T,
+                                        const std::string& forward,
                                         const HostBatch<double>& gradient) {
   const h5::Group group =
-      file_.require_group(reference_path(input, precision, "T_" + std::to_string(T)));
+      file_.require_group(reference_path(input, precision, "T_" + std::to_string(T) + forward));
   h5::write_int_attribute(group, "T", T);
   described(h5::write_batch<double>(group, "grad", gradient.view()));
   mark_finished(group);
   file_.flush();
 }
 
-std::optional<ConvergedReference> StudyLog::read_converged_reference(const InputSpec& input,
-                                                                     Precision precision) const {
-  const std::string path = reference_path(input, precision, "converged");
+std::optional<ConvergedReference> StudyLog::read_converged_reference(
+    const InputSpec& input, Precision precision, const std::string& forward) const {
+  const std::string path = reference_path(input, precision, "converged" + forward);
   auto gradient = read_gradient(file_, path, input);
   if (!gradient) return std::nullopt;
   const h5::Group group = file_.open_group(path);
@@ -164,8 +165,10 @@ std::optional<ConvergedReference> StudyLog::read_converged_reference(const Input
 }
 
 void StudyLog::write_converged_reference(const InputSpec& input, Precision precision,
+                                         const std::string& forward,
                                          const ConvergedReference& reference) {
-  const h5::Group group = file_.require_group(reference_path(input, precision, "converged"));
+  const h5::Group group =
+      file_.require_group(reference_path(input, precision, "converged" + forward));
   h5::write_int_attribute(group, "T", reference.T);
   h5::write_double_attribute(group, "violation_max", reference.violation_max);
   h5::write_int_attribute(group, "reached", reference.reached ? 1 : 0);
@@ -186,6 +189,8 @@ void StudyLog::write_run(const RunSpec& run, const InputSpec& input, const RunRe
   h5::write_string_attribute(group, "logits_source", input.logits.text);
   h5::write_int_attribute(group, "seed", static_cast<std::int64_t>(input.seed));
   h5::write_int_attribute(group, "T", run.T);
+  h5::write_string_attribute(group, "forward", std::string(to_string(run.forward.convention)));
+  h5::write_double_attribute(group, "eps", run.forward.eps);
   h5::write_string_attribute(group, "precision", std::string(to_string(run.precision)));
   h5::write_string_attribute(group, "solver", run.solver);
   h5::write_string_attribute(group, "options", options_text(run.options));

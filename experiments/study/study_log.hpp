@@ -83,14 +83,17 @@ class StudyLog {
                    const HostBatch<double>& grad_output);
   bool has_input(const InputSpec& input) const;
 
+  // forward: forward_key(run.forward), appended to the reference's group name ("" by default).
   std::optional<HostBatch<double>> read_unrolled_reference(const InputSpec& input,
-                                                           Precision precision, int T) const;
+                                                           Precision precision, int T,
+                                                           const std::string& forward) const;
   void write_unrolled_reference(const InputSpec& input, Precision precision, int T,
-                                const HostBatch<double>& gradient);
+                                const std::string& forward, const HostBatch<double>& gradient);
   std::optional<ConvergedReference> read_converged_reference(const InputSpec& input,
-                                                             Precision precision) const;
+                                                             Precision precision,
+                                                             const std::string& forward) const;
   void write_converged_reference(const InputSpec& input, Precision precision,
-                                 const ConvergedReference& reference);
+                                 const std::string& forward, const ConvergedReference& reference);
 
   // Writes the run's group, marks it complete and flushes the file.
   void write_run(const RunSpec& run, const InputSpec& input, const RunRecord& record);

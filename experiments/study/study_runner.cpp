@@ -10,6 +10,8 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <string>
+#include <tuple>
 
 #include <omp.h>
 
@@ -183,8 +185,9 @@ void summarise_history(const std::vector<double>& history, index_t batch, int st
 }
 
 struct InputReferences {
-  std::map<std::pair<Precision, int>, HostBatch<double>> unrolled;
-  std::map<Precision, ConvergedReference> converged;
+  // keyed by precision, forward_key(forward) (and T)
+  std::map<std::tuple<Precision, std::string, int>, HostBatch<double>> unrolled;
+  std::map<std::pair<Precision, std::string>, ConvergedReference> converged;
 };
 
 class Runner {
@@ -210,14 +213,15 @@ class Runner {
                                                   const HostBatch<double>& logits,
                                                   const HostBatch<double>& grad_output,
                                                   InputReferences& references) {
-    const auto key = std::make_pair(run.precision, run.T);
+    const std::string forward = forward_key(run.forward);
+    const auto key = std::make_tuple(run.precision, forward, run.T);
     auto found = references.unrolled.find(key);
     if (found != references.unrolled.end()) return found->second;
     std::optional<HostBatch<double>> stored =
-        log_.read_unrolled_reference(input, run.precision, run.T);
+        log_.read_unrolled_reference(input, run.precision, run.T, forward);
     if (!stored) {
-      stored = unrolled_reference(logits, grad_output, run.T);
-      log_.write_unrolled_reference(input, run.precision, run.T, *stored);
+      stored = unrolled_reference(logits, grad_output, run.T, run.forward);
+      log_.write_unrolled_reference(input, run.precision, run.T, forward, *stored);
     }
     return references.unrolled.emplace(key, std::move(*stored)).first->second;
   }
@@ -226,15 +230,18 @@ class Runner {
                                                     const HostBatch<double>& logits,
                                                     const HostBatch<double>& grad_output,
                                                     InputReferences& references) {
-    auto found = references.converged.find(run.precision);
+    const std::string forward = forward_key(run.forward);
+    const auto key = std::make_pair(run.precision, forward);
+    auto found = references.converged.find(key);
     if (found != references.converged.end()) return found->second;
-    std::optional<ConvergedReference> stored = log_.read_converged_reference(input, run.precision);
+    std::optional<ConvergedReference> stored =
+        log_.read_converged_reference(input, run.precision, forward);
     if (!stored) {
       stored = converged_reference(logits, grad_output, definition_.converged_tolerance,
-                                   definition_.converged_max_iterations);
-      log_.write_converged_reference(input, run.precision, *stored);
+                                   definition_.converged_max_iterations, run.forward);
+      log_.write_converged_reference(input, run.precision, forward, *stored);
     }
-    return references.converged.emplace(run.precision, std::move(*stored)).first->second;
+    return references.converged.emplace(key, std::move(*stored)).first->second;
   }
 
   template <class Real>
@@ -253,7 +260,8 @@ class Runner {
     // Forward in the run's precision on the run's device.
     HostBatch<Real> R(batch, n);
     std::vector<Real> violation(count);
-    sinkhorn_forward<Real>(logits.view(), run.T, R.view(), violation.data(), run.device);
+    sinkhorn_forward<Real>(logits.view(), run.T, R.view(), violation.data(), run.device,
+                           run.forward);
     const std::vector<double> violation64(violation.begin(), violation.end());
     record.violation_max = finite_max(violation64);
     record.violation_median = median(violation64);
@@ -261,7 +269,8 @@ class Runner {
 
     // The measured solve, with its residual history when the solver iterates.
     const auto solver = registry_.create(run.solver, run.options);
-    const BackwardProblem<Real> problem{logits.view(), R.view(), grad_output.view(), run.T};
+    const BackwardProblem<Real> problem{logits.view(), R.view(), grad_output.view(), run.T,
+                                        run.forward};
     const int stride = solver->history_length(n, run.precision);
     std::vector<Real> history(count * static_cast<std::size_t>(std::max(stride, 0)));
     HostBatch<Real> gradient(batch, n);
@@ -344,8 +353,8 @@ std::string run_label(const RunSpec& run, const InputSpec& input) {
   for (const auto& [name, value] : run.options)
     if (value != "auto") options += " " + name + "=" + value;
   return "n=" + std::to_string(input.n) + " " + input.logits.text + " T=" + std::to_string(run.T) +
-         " " + std::string(to_string(run.precision)) + " " + run.solver + options + " " +
-         std::string(to_string(run.device));
+         forward_key(run.forward) + " " + std::string(to_string(run.precision)) + " " + run.solver +
+         options + " " + std::string(to_string(run.device));
 }
 
 }  // namespace

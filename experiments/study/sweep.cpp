@@ -1,5 +1,6 @@
 #include "experiments/study/sweep.hpp"
 
+#include <charconv>
 #include <cstdio>
 
 #include "experiments/io/hdf5.hpp"
@@ -10,6 +11,14 @@ std::string options_text(const std::map<std::string, std::string>& options) {
   std::string text;
   for (const auto& [key, value] : options) text += (text.empty() ? "" : " ") + key + "=" + value;
   return text;
+}
+
+std::string forward_key(const ForwardSpec& forward) {
+  if (is_default_forward(forward)) return "";
+  char digits[32];
+  const auto end = std::to_chars(digits, digits + sizeof digits, forward.eps).ptr;
+  return " forward=" + std::string(to_string(forward.convention)) +
+         " eps=" + std::string(digits, end);
 }
 
 std::uint64_t key_hash(const std::string& key) {
@@ -57,26 +66,30 @@ Sweep expand_sweep(const StudyDefinition& definition, const std::vector<Device>&
         sweep.inputs.push_back(make_input(n, definition.batch, logits, seed));
     }
   }
+  const std::vector<ForwardSpec> forwards =
+      definition.forwards.empty() ? std::vector<ForwardSpec>{ForwardSpec{}} : definition.forwards;
   for (std::size_t input = 0; input < sweep.inputs.size(); ++input)
     for (const int T : definition.iterations)
-      for (const Precision precision : definition.precisions)
-        for (const SolverSweep& solver : definition.solvers)
-          for (const auto& options : solver.option_sets)
-            for (const Device device : devices) {
-              RunSpec run;
-              run.input = input;
-              run.T = T;
-              run.precision = precision;
-              run.solver = solver.name;
-              run.options = options;
-              run.device = device;
-              run.key = sweep.inputs[input].key + " T=" + std::to_string(T) +
-                        " precision=" + std::string(to_string(precision)) +
-                        " solver=" + solver.name + " options={" + options_text(options) +
-                        "} device=" + std::string(to_string(device));
-              run.id = stable_id("run", run.key);
-              sweep.runs.push_back(std::move(run));
-            }
+      for (const ForwardSpec& forward : forwards)
+        for (const Precision precision : definition.precisions)
+          for (const SolverSweep& solver : definition.solvers)
+            for (const auto& options : solver.option_sets)
+              for (const Device device : devices) {
+                RunSpec run;
+                run.input = input;
+                run.T = T;
+                run.forward = forward;
+                run.precision = precision;
+                run.solver = solver.name;
+                run.options = options;
+                run.device = device;
+                run.key = sweep.inputs[input].key + " T=" + std::to_string(T) +
+                          forward_key(forward) + " precision=" + std::string(to_string(precision)) +
+                          " solver=" + solver.name + " options={" + options_text(options) +
+                          "} device=" + std::string(to_string(device));
+                run.id = stable_id("run", run.key);
+                sweep.runs.push_back(std::move(run));
+              }
   return sweep;
 }
 

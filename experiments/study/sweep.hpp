@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/forward_spec.hpp"
 #include "core/types.hpp"
 #include "experiments/study/definition.hpp"
 
@@ -27,6 +28,7 @@ struct InputSpec {
 struct RunSpec {
   std::size_t input = 0;  // index into Sweep::inputs
   int T = 0;
+  ForwardSpec forward;  // the default one adds nothing to the key (older logs stay valid)
   Precision precision = Precision::float64;
   std::string solver;
   std::map<std::string, std::string> options;  // complete: every option of the solver
@@ -42,6 +44,9 @@ struct Sweep {
 
 // Expands the definition over the given devices. File sources are inspected for n and B.
 Sweep expand_sweep(const StudyDefinition& definition, const std::vector<Device>& devices);
+
+// "" for the default forward, else " forward=rows_first eps=0" (shortest round-trip eps).
+std::string forward_key(const ForwardSpec& forward);
 
 // "key=value key=value" in key order.
 std::string options_text(const std::map<std::string, std::string>& options);

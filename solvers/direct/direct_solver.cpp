@@ -20,6 +20,7 @@
 #include "solvers/direct/direct_cuda.hpp"
 #endif
 #include "solvers/direct/schur_matrix.hpp"
+#include "solvers/implicit/exact_side.hpp"
 
 namespace sinkgrad {
 namespace {
@@ -97,6 +98,27 @@ class DirectSolver : public SolverVariants<DirectSolver> {
 
   template <class Real>
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    if (system_ == SchurSystem::plain)
+      return solve_on_exact_rows_cpu(problem, result,
+                                     [&](const auto& p, const auto& r) { solve_cpu_rows(p, r); });
+    solve_cpu_rows(problem, result);
+  }
+
+#if defined(SINKGRAD_WITH_CUDA)
+  template <class Real>
+  void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    if (system_ == SchurSystem::plain)
+      return solve_on_exact_rows_cuda(
+          problem, result, [&](const auto& p, const auto& r) { cuda::direct(p, r, system_); });
+    cuda::direct(problem, result, system_);
+  }
+#endif
+
+ private:
+  // The plain system as written, which assumes R's rows exact (exact_side.hpp).
+  template <class Real>
+  void solve_cpu_rows(const BackwardProblem<Real>& problem,
+                      const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
     const index_t batch = problem.grad_output.batch;
 #pragma omp parallel
@@ -113,14 +135,6 @@ class DirectSolver : public SolverVariants<DirectSolver> {
     }
   }
 
-#if defined(SINKGRAD_WITH_CUDA)
-  template <class Real>
-  void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
-    cuda::direct(problem, result, system_);
-  }
-#endif
-
- private:
   SchurSystem system_;
 };
 

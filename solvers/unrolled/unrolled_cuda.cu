@@ -8,6 +8,7 @@
 
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/per_matrix_launch.cuh"
+#include "solvers/unrolled/convention_unrolled.hpp"
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #include "solvers/unrolled/unrolled_math.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
@@ -45,6 +46,22 @@ struct UnrolledMatrix {
   __device__ MatrixOutcome operator()(index_t b, Real* work, Real* /*history*/) const {
     return math::unrolled_backward_matrix(problem.logits.matrix(b), problem.grad_output.matrix(b),
                                           result.grad_logits.matrix(b), n, T, segment, work);
+  }
+};
+
+// Every convention but the default: the log-domain replay, one thread per matrix, all 2n(T + 1)
+// potentials kept (no checkpoints).
+template <class Real>
+struct ConventionUnrolledMatrix {
+  math::ConventionForward<Real> convention;
+  BackwardProblem<Real> problem;
+  BackwardResult<Real> result;
+  int n;
+  int T;
+  __device__ MatrixOutcome operator()(index_t b, Real* work, Real* /*history*/) const {
+    return math::convention_unrolled_matrix(convention, problem.logits.matrix(b),
+                                            problem.grad_output.matrix(b),
+                                            result.grad_logits.matrix(b), n, T, work);
   }
 };
 
@@ -86,6 +103,14 @@ template <class Real>
 void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
+  if (!is_default_forward(problem.forward)) {
+    const auto workspace = math::convention_unrolled_workspace(n, T);
+    if (workspace > static_cast<long long>(max_workspace_reals<Real>(1))) too_long(n, T);
+    return launch_per_matrix<Real>(
+        result, problem.grad_output.batch, static_cast<std::size_t>(workspace),
+        ConventionUnrolledMatrix<Real>{math::convention_forward<Real>(problem.forward), problem,
+                                       result, n, T});
+  }
   if (n > math::max_team_n) return unrolled_per_thread(problem, result);
   with_team_shape<SmallMatrices::four_lanes>(n, [&](auto shape) {
     using Shape = decltype(shape);

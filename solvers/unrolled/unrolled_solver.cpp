@@ -1,14 +1,16 @@
 // `unrolled`: exact reverse replay of the T forward steps, in team form for n <= 1024
 // (solvers/unrolled/unrolled_team.hpp), in the log domain one matrix at a time above
-// (solvers/unrolled/unrolled_math.hpp).
+// (solvers/unrolled/unrolled_math.hpp); every other forward convention by the log-domain replay
+// of solvers/unrolled/convention_unrolled.hpp, one matrix at a time.
 
 #include "backend/cpu/batch_loop.hpp"
-#include "core/solver_registry.hpp"
 #include "backend/cpu/team_loop.hpp"
+#include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #endif
+#include "solvers/unrolled/convention_unrolled.hpp"
 #include "solvers/unrolled/unrolled_math.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 
@@ -23,6 +25,18 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
     const int T = problem.forward_iterations;
+    if (!is_default_forward(problem.forward)) {
+      const auto convention = math::convention_forward<Real>(problem.forward);
+      solve_each_matrix_on_cpu(result, problem.grad_output.batch,
+                               static_cast<std::size_t>(math::convention_unrolled_workspace(n, T)),
+                               [&](index_t b, Real* work, Real*) {
+                                 return math::convention_unrolled_matrix(
+                                     convention, problem.logits.matrix(b),
+                                     problem.grad_output.matrix(b), result.grad_logits.matrix(b), n,
+                                     T, work);
+                               });
+      return;
+    }
     const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, T));
     if (n <= max_cpu_team_n) {
       solve_each_matrix_with_team(

@@ -11,6 +11,9 @@
 // two). The table printed at the end is what docs/performance.md records.
 //
 //   sinkgrad_bench_cuda [--benchmark_filter=cg_corrected] [--benchmark_format=json ...]
+//
+// SINKGRAD_BENCH_FORWARD=NAME[:EPS] (e.g. rows_first, tilekernels:1e-6) runs the forward, the
+// R every solver is given and unrolled for that forward convention instead of the default.
 
 #pragma nv_diag_suppress 554  // BatchView<const T>'s self-conversion (core/batch.hpp)
 
@@ -37,6 +40,15 @@ namespace sinkgrad {
 namespace {
 
 constexpr int forward_iterations = 20;
+
+ForwardSpec bench_forward() {
+  const char* text = std::getenv("SINKGRAD_BENCH_FORWARD");
+  if (text == nullptr) return {};
+  const std::string spec = text;
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos) return make_forward_spec(spec);
+  return make_forward_spec(spec.substr(0, colon), std::stod(spec.substr(colon + 1)));
+}
 
 index_t bench_batch() {
   const char* text = std::getenv("SINKGRAD_BENCH_BATCH");
@@ -145,7 +157,11 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
   const int n = p.grad_output.n;
   switch (kernel) {
     case Kernel::forward:
-      cuda::sinkhorn_forward<Real>(p.logits, forward_iterations, r.grad_logits, nullptr);
+      if (is_default_forward(p.forward))
+        cuda::sinkhorn_forward<Real>(p.logits, forward_iterations, r.grad_logits, nullptr);
+      else
+        cuda::convention_forward<Real>(p.logits, forward_iterations, r.grad_logits, nullptr,
+                                       nullptr, p.forward);
       break;
     case Kernel::unrolled:
       cuda::unrolled(p, r);
@@ -187,10 +203,14 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
     if (kernel != Kernel::forward && kernel != Kernel::unrolled) set.R = cuda::DeviceBuffer(bytes);
     fill(set.M.as<Real>(), count, 1000ULL * s + 1);
     fill(set.G.as<Real>(), count, 1000ULL * s + 2);
-    if (set.R.data() != nullptr)
-      cuda::sinkhorn_forward<Real>({set.M.as<const Real>(), batch, n, MemorySpace::device},
-                                   forward_iterations,
-                                   {set.R.as<Real>(), batch, n, MemorySpace::device}, nullptr);
+    if (set.R.data() != nullptr) {
+      const BatchView<const Real> M{set.M.as<const Real>(), batch, n, MemorySpace::device};
+      const BatchView<Real> R{set.R.as<Real>(), batch, n, MemorySpace::device};
+      if (is_default_forward(bench_forward()))
+        cuda::sinkhorn_forward<Real>(M, forward_iterations, R, nullptr);
+      else
+        cuda::convention_forward<Real>(M, forward_iterations, R, nullptr, nullptr, bench_forward());
+    }
   }
   cuda::DeviceBuffer grad(bytes), status(batch * sizeof(SolveStatus)),
       iterations(batch * sizeof(std::int32_t));
@@ -202,7 +222,8 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
     return BackwardProblem<Real>{{set.M.as<const Real>(), batch, n, MemorySpace::device},
                                  {set.R.as<const Real>(), batch, n, MemorySpace::device},
                                  {set.G.as<const Real>(), batch, n, MemorySpace::device},
-                                 forward_iterations};
+                                 forward_iterations,
+                                 bench_forward()};
   };
   run_kernel<Real>(kernel, problem_of(0), result);  // warm-up (module load, attributes)
   cuda::synchronize(kernel_name(kernel));
@@ -277,9 +298,11 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   SINKGRAD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   copy_bandwidth_gbs = measure_copy_bandwidth();
-  std::printf("device: %s, %d SMs, L2 %d MB; B = %lld, T = %d; copy ceiling %.0f GB/s\n", prop.name,
-              prop.multiProcessorCount, prop.l2CacheSize >> 20,
-              static_cast<long long>(bench_batch()), forward_iterations, copy_bandwidth_gbs);
+  std::printf(
+      "device: %s, %d SMs, L2 %d MB; B = %lld, T = %d; forward %s; copy ceiling %.0f GB/s\n",
+      prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
+      static_cast<long long>(bench_batch()), forward_iterations, describe(bench_forward()).c_str(),
+      copy_bandwidth_gbs);
   register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

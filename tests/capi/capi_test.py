@@ -138,6 +138,78 @@ class ThroughTheCAbi(unittest.TestCase):
         self.assertIn("unknown solver 'nope' (available: ", LIB.last_error())
 
 
+def convention_tape(M, T, convention, eps):
+    """FORWARDS.md's formula on explicit matrices: base, then X / (X.sum(axis) + eps)."""
+    if convention == "tilekernels":
+        S = np.exp(M - M.max(-1, keepdims=True))
+        S = S / S.sum(-1, keepdims=True)
+        X, axes = S + eps, [-2] + [-1, -2] * (T - 1)
+    else:
+        S, X = None, np.exp(M)
+        axes = ([-1, -2] if convention == "rows_first" else [-2, -1]) * T
+    tape = []
+    for axis in axes:
+        d = X.sum(axis, keepdims=True) + eps
+        tape.append((axis, X, d))
+        X = X / d
+    return S, X, tape
+
+
+def convention_unrolled(M, T, G, convention, eps):
+    """Reverse mode of the tape: for Y = X / (s(X) + eps), dX = dY / d - sum(dY * X / d^2)."""
+    S, _, tape = convention_tape(M, T, convention, eps)
+    g = G
+    for axis, X, d in reversed(tape):
+        g = g / d - (g * X).sum(axis, keepdims=True) / d**2
+    if S is None:
+        return np.exp(M) * g
+    return S * (g - (g * S).sum(-1, keepdims=True))
+
+
+class Conventions(unittest.TestCase):
+    CASES = [("rows_first", 0.0), ("rows_first", 1e-3), ("tilekernels", None),
+             ("tilekernels", 1e-2), ("columns_first", 1e-3)]
+
+    def test_reference_matches_a_central_difference(self):
+        for convention, eps in self.CASES:
+            e = 1e-6 if eps is None else eps
+            M, _, G = inputs(3, 5, 3, seed=11)
+            D = np.random.default_rng(8).standard_normal(M.shape)
+            h = 1e-6
+            loss = lambda X: (convention_tape(X, 3, convention, e)[1] * G).sum(axis=(1, 2))  # noqa: E731,E501
+            fd = (loss(M + h * D) - loss(M - h * D)) / (2 * h)
+            exact = (convention_unrolled(M, 3, G, convention, e) * D).sum(axis=(1, 2))
+            with self.subTest(convention=convention, eps=eps):
+                np.testing.assert_allclose(exact, fd, rtol=1e-6, atol=1e-8)
+
+    def test_forward_and_unrolled_match_numpy(self):
+        for convention, eps in self.CASES:
+            e = 1e-6 if eps is None else eps
+            for n, T in [(1, 1), (4, 3), (8, 20)]:
+                M, _, G = inputs(16, n, T, seed=200 + n)
+                R = LIB.forward_numpy(M, T, convention, eps)
+                R_ref = convention_tape(M, T, convention, e)[1]
+                grad, status, _ = LIB.solve_numpy("unrolled", "", M, R, G, T, convention, eps)
+                ref = convention_unrolled(M, T, G, convention, e)
+                with self.subTest(convention=convention, eps=eps, n=n, T=T):
+                    self.assertLess(np.abs(R - R_ref).max(), 1e-14)
+                    self.assertTrue((status == 0).all(), status)
+                    self.assertLess(np.abs(grad - ref).max(), 1e-10 * max(np.abs(ref).max(), 1))
+
+    def test_bad_conventions_are_refused(self):
+        M, R, G = inputs(2, 4, 3, seed=9)
+        self.expect_error(lambda: LIB.forward_numpy(M, 3, "sinkhorn"),
+                          "unknown forward convention 'sinkhorn'", "rows_first", "tilekernels")
+        for eps in (-1.0, float("nan"), float("inf")):
+            self.expect_error(lambda: LIB.forward_numpy(M, 3, "rows_first", eps),
+                              "eps must be finite and >= 0")
+            self.expect_error(
+                lambda: LIB.solve_numpy("unrolled", "", M, R, G, 3, "tilekernels", eps),
+                "eps must be finite and >= 0")
+
+    expect_error = ThroughTheCAbi.expect_error
+
+
 if __name__ == "__main__":
     LIB = SinkgradC(sys.argv.pop(1) if len(sys.argv) > 1 else None)
     unittest.main(verbosity=2)

@@ -222,6 +222,19 @@ TEST(Definition, EveryMistakeIsRejectedWithItsMessage) {
       {"tolerance",
        base + "[references]\nconverged_tolerance = -1\n",
        {"[references] converged_tolerance", "must be > 0"}},
+      {"unknown forward convention",
+       with("T", "T = 2\nconvention = rows_first, sinkhorn"),
+       {"[forward] convention", "'sinkhorn' is not a forward convention",
+        "columns_first, rows_first, tilekernels"}},
+      {"convention listed twice",
+       with("T", "T = 2\nconvention = tilekernels, tilekernels"),
+       {"[forward] convention", "listed twice"}},
+      {"negative eps",
+       with("T", "T = 2\neps = 0, -1e-6"),
+       {"[forward] eps", "'-1e-6' is negative"}},
+      {"eps not a finite number",
+       with("T", "T = 2\neps = inf"),
+       {"[forward] eps", "'inf' is not a finite number"}},
       {"syntax", base + "this line has no equals sign\n", {"syntax error"}},
   };
   for (const BadDefinition& c : cases) {
@@ -232,6 +245,40 @@ TEST(Definition, EveryMistakeIsRejectedWithItsMessage) {
       EXPECT_NE(message.find(part), std::string::npos)
           << c.what << ": '" << part << "' missing from: " << message;
   }
+}
+
+// [forward] convention x eps: each convention with every eps (its own default when none is
+// given), swept like T; the default forward leaves the run keys as they were.
+TEST(Definition, ForwardConventionsAreSwept) {
+  const StudyDefinition plain = parse(base);
+  ASSERT_EQ(plain.forwards.size(), 1u);
+  EXPECT_TRUE(is_default_forward(plain.forwards[0]));
+  const Sweep plain_sweep = expand_sweep(plain, {Device::cpu});
+  EXPECT_EQ(plain_sweep.runs[0].key.find("forward"), std::string::npos) << plain_sweep.runs[0].key;
+
+  const StudyDefinition defaults = parse(with("T", "T = 2\nconvention = rows_first, tilekernels"));
+  ASSERT_EQ(defaults.forwards.size(), 2u);
+  EXPECT_EQ(defaults.forwards[0].convention, ForwardConvention::rows_first);
+  EXPECT_EQ(defaults.forwards[0].eps, 0.0);
+  EXPECT_EQ(defaults.forwards[1].convention, ForwardConvention::tilekernels);
+  EXPECT_EQ(defaults.forwards[1].eps, 1e-6);
+
+  const StudyDefinition d =
+      parse(with("T", "T = 2, 3\nconvention = columns_first, tilekernels\neps = 0, 1e-4"));
+  ASSERT_EQ(d.forwards.size(), 4u);
+  const Sweep sweep = expand_sweep(d, {Device::cpu});
+  ASSERT_EQ(sweep.runs.size(), 8u);
+  std::set<std::string> keys;
+  for (const RunSpec& run : sweep.runs) keys.insert(run.key);
+  EXPECT_EQ(keys.size(), 8u);
+  EXPECT_EQ(keys.count("n=4 batch=2 logits=uniform(0, 4) seed=1 T=2 forward=tilekernels "
+                       "eps=1e-04 precision=float64 solver=cg_corrected options={max_iterations="
+                       "auto tolerance=auto} device=cpu"),
+            1u);
+  EXPECT_EQ(keys.count("n=4 batch=2 logits=uniform(0, 4) seed=1 T=3 precision=float64 "
+                       "solver=cg_corrected options={max_iterations=auto tolerance=auto} "
+                       "device=cpu"),
+            1u);
 }
 
 TEST(Definition, SplitListKeepsParenthesesTogether) {

@@ -16,17 +16,9 @@
 #include <cmath>
 #include <vector>
 
+#include "tests/support/wide.hpp"
+
 namespace sinkgrad::testing {
-
-using Wide = long double;
-
-// One n x n matrix, row-major.
-using Square = std::vector<Wide>;
-
-template <class Real>
-Square widen(const Real* x, int n) {
-  return Square(x, x + static_cast<std::ptrdiff_t>(n) * n);
-}
 
 // R = Sinkhorn_T(exp(M)): columns then rows, T times.
 inline Square reference_forward(const Square& M, int n, int T) {

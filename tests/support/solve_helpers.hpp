@@ -59,7 +59,7 @@ struct Solution {
 template <class Real>
 Solution<Real> solve(const BackwardSolver& solver, const HostBatch<Real>& logits,
                      const HostBatch<Real>& R, const HostBatch<Real>& G, int T,
-                     bool record_history = false) {
+                     bool record_history = false, ForwardSpec forward_spec = {}) {
   Solution<Real> out;
   out.grad = HostBatch<Real>(R.batch(), R.n());
   out.status.assign(static_cast<size_t>(R.batch()), SolveStatus::ok);
@@ -69,6 +69,7 @@ Solution<Real> solve(const BackwardSolver& solver, const HostBatch<Real>& logits
   problem.forward_output = R.view();
   problem.grad_output = G.view();
   problem.forward_iterations = T;
+  problem.forward = forward_spec;
   BackwardResult<Real> result;
   result.grad_logits = out.grad.view();
   result.status = out.status.data();

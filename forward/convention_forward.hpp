@@ -1,0 +1,172 @@
+#pragma once
+// The forward of every convention (core/forward_spec.hpp), one matrix at a time in the log
+// domain, shared by the CPU and CUDA drivers and by the unrolled replay of those conventions.
+//
+// Every normalisation is a diagonal scaling, so every iterate is X = diag(e^f) B diag(e^g)
+// with the base B = exp(M) (columns_first, rows_first) or B = softmax_rows(M) + eps
+// (tilekernels, whose first row step is that softmax). Normalising columns with eps,
+// X <- X / (X.sum(-2) + eps), changes only g: the current column sums are exp(g_j + L_j) with
+// L_j = logsumexp_i(log B_ij + f_i), so
+//     g_j <- g_j - log(exp(g_j + L_j) + eps)        (= -L_j when eps = 0),
+// and rows the same way for f. exp(M) itself is never formed: with eps > 0 the result depends
+// on the scale of exp(M) (eps is added to sums of exp(M) as written), and the log domain keeps
+// that scale exactly for logits of any magnitude, where a max-shift of M would change it.
+// The seeds' convention without eps has its own faster team form (forward/forward_team.hpp).
+
+#include "core/forward_spec.hpp"
+#include "core/host_device.hpp"
+#include "math/numeric.hpp"
+
+namespace sinkgrad::math {
+
+template <class Real>
+struct ConventionForward {
+  bool rows_first;    // the first step normalises rows (rows_first, tilekernels)
+  bool softmax_base;  // tilekernels: B = softmax_rows(M) + eps stands for the first row step
+  Real eps;
+  Real log_eps;  // log(eps); unused when eps = 0
+};
+
+template <class Real>
+inline ConventionForward<Real> convention_forward(const ForwardSpec& spec) {
+  const Real eps = static_cast<Real>(spec.eps);
+  return {spec.convention != ForwardConvention::columns_first,
+          spec.convention == ForwardConvention::tilekernels, eps,
+          eps > Real(0) ? log_of(eps) : Real(0)};
+}
+
+// log(exp(a) + exp(b)) for finite a, b.
+template <class Real>
+SINKGRAD_HD Real log_add_exp(Real a, Real b) {
+  return max_of(a, b) + log1p_of(exp_of(-abs_of(a - b)));
+}
+
+// lse[i] = logsumexp_j M_ij (the softmax base's row normaliser).
+template <class Real>
+SINKGRAD_HD void row_logsumexp(const Real* M, int n, Real* lse) {
+  for (int i = 0; i < n; ++i) {
+    const Real* row = M + i * n;
+    Real top = row[0];
+    for (int j = 1; j < n; ++j) top = max_of(top, row[j]);
+    Real sum = 0;
+    for (int j = 0; j < n; ++j) sum += exp_of(row[j] - top);
+    lse[i] = top + log_of(sum);
+  }
+}
+
+// log B_ij. The softmax entry is exp(M_ij - lse_i); log(S + eps) = logaddexp(log S, log eps).
+template <class Real>
+SINKGRAD_HD Real log_base(const ConventionForward<Real>& c, const Real* M, const Real* lse, int n,
+                          int i, int j) {
+  const Real m = M[i * n + j];
+  if (!c.softmax_base) return m;
+  const Real log_s = m - lse[i];
+  return c.eps == Real(0) ? log_s : log_add_exp(log_s, c.log_eps);
+}
+
+// The potential after dividing sums exp(old + L) by (sum + eps).
+template <class Real>
+SINKGRAD_HD Real normalised_potential(const ConventionForward<Real>& c, Real old, Real L) {
+  return c.eps == Real(0) ? -L : old - log_add_exp(old + L, c.log_eps);
+}
+
+// Column normalisation: g from f (and g's old value when eps > 0).
+template <class Real>
+SINKGRAD_HD void convention_columns(const ConventionForward<Real>& c, const Real* M,
+                                    const Real* lse, const Real* f, Real* g, int n) {
+  for (int j = 0; j < n; ++j) {
+    Real top = log_base(c, M, lse, n, 0, j) + f[0];
+    for (int i = 1; i < n; ++i) top = max_of(top, log_base(c, M, lse, n, i, j) + f[i]);
+    Real sum = 0;
+    for (int i = 0; i < n; ++i) sum += exp_of(log_base(c, M, lse, n, i, j) + f[i] - top);
+    g[j] = normalised_potential(c, g[j], top + log_of(sum));
+  }
+}
+
+// Row normalisation: f from g (and f's old value when eps > 0).
+template <class Real>
+SINKGRAD_HD void convention_rows(const ConventionForward<Real>& c, const Real* M, const Real* lse,
+                                 const Real* g, Real* f, int n) {
+  for (int i = 0; i < n; ++i) {
+    Real top = log_base(c, M, lse, n, i, 0) + g[0];
+    for (int j = 1; j < n; ++j) top = max_of(top, log_base(c, M, lse, n, i, j) + g[j]);
+    Real sum = 0;
+    for (int j = 0; j < n; ++j) sum += exp_of(log_base(c, M, lse, n, i, j) + g[j] - top);
+    f[i] = normalised_potential(c, f[i], top + log_of(sum));
+  }
+}
+
+// Whether step t (1-based) has a row normalisation of its own (tilekernels' first has not).
+template <class Real>
+SINKGRAD_HD bool step_has_rows(const ConventionForward<Real>& c, int t) {
+  return !(c.softmax_base && t == 1);
+}
+
+// Step t of the forward on the potentials (f, g updated in place).
+template <class Real>
+SINKGRAD_HD void convention_step(const ConventionForward<Real>& c, const Real* M, const Real* lse,
+                                 Real* f, Real* g, int n, int t) {
+  if (c.rows_first) {
+    if (step_has_rows(c, t)) convention_rows(c, M, lse, g, f, n);
+    convention_columns(c, M, lse, f, g, n);
+  } else {
+    convention_columns(c, M, lse, f, g, n);
+    convention_rows(c, M, lse, g, f, n);
+  }
+}
+
+// Workspace (Reals) of convention_forward_matrix.
+SINKGRAD_HD constexpr long long convention_forward_workspace(int n) {
+  return 3LL * n;
+}
+
+// The T-step forward of one matrix; work holds convention_forward_workspace(n) Reals. The last
+// normalisation is applied to the explicit iterate, R = Y / (Y.sum(axis) + eps), so that the
+// last axis' sums are exact to rounding whatever the logits' magnitude. Returns false (R = NaN)
+// when the logits are not all finite.
+template <class Real>
+SINKGRAD_HD bool convention_forward_matrix(const ConventionForward<Real>& c, const Real* M, int n,
+                                           int T, Real* R, Real* work) {
+  if (!all_finite(M, n * n)) {
+    fill(R, n * n, quiet_nan<Real>());
+    return false;
+  }
+  Real* lse = work;
+  Real* f = work + n;
+  Real* g = work + 2 * n;
+  if (c.softmax_base) row_logsumexp(M, n, lse);
+  fill(f, n, Real(0));
+  fill(g, n, Real(0));
+  for (int t = 1; t < T; ++t) convention_step(c, M, lse, f, g, n, t);
+  if (c.rows_first) {
+    if (step_has_rows(c, T)) convention_rows(c, M, lse, g, f, n);
+  } else {
+    convention_columns(c, M, lse, f, g, n);
+  }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) R[i * n + j] = exp_of(log_base(c, M, lse, n, i, j) + f[i] + g[j]);
+  const int outer_stride = c.rows_first ? 1 : n;  // the last step's axis: columns or rows
+  const int inner_stride = c.rows_first ? n : 1;
+  for (int a = 0; a < n; ++a) {
+    Real* line = R + a * outer_stride;
+    Real sum = 0;
+    for (int k = 0; k < n; ++k) sum += line[k * inner_stride];
+    const Real denominator = sum + c.eps;
+    for (int k = 0; k < n; ++k) line[k * inner_stride] /= denominator;
+  }
+  return true;
+}
+
+// max |sum - 1| over the rows (columns = false) or the columns of R.
+template <class Real>
+SINKGRAD_HD Real marginal_violation(const Real* R, int n, bool columns) {
+  Real worst = 0;
+  for (int a = 0; a < n; ++a) {
+    Real sum = 0;
+    for (int k = 0; k < n; ++k) sum += columns ? R[k * n + a] : R[a * n + k];
+    worst = max_of(worst, abs_of(sum - Real(1)));
+  }
+  return worst;
+}
+
+}  // namespace sinkgrad::math
