@@ -32,7 +32,8 @@ except ImportError as error:
     sys.exit(f"torch_layer_bench.py: {error}; run with PYTHONPATH=build/python after a build")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TE_DIR = os.path.join(ROOT, "..", "shared", "reference", "te_mhc")
+# SINKGRAD_TE_MHC names the folder elsewhere (on the GPU machine: .devdeps/te_mhc).
+TE_DIR = os.environ.get("SINKGRAD_TE_MHC", os.path.join(ROOT, "..", "shared", "reference", "te_mhc"))
 
 
 def plain_sinkhorn(M, T):

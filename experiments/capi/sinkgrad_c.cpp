@@ -148,8 +148,8 @@ void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int 
   // Without logits the view stays empty (B = 0, null), which the solver reads as "not given".
   const BatchView<const Real> M =
       logits != nullptr ? view<Real>(logits, batch, n, space) : BatchView<const Real>{};
-  const BackwardProblem<Real> problem{M, view<Real>(R, batch, n, space),
-                                      view<Real>(G, batch, n, space), T, spec, stream};
+  const BackwardProblem<Real> problem{
+      M, view<Real>(R, batch, n, space), view<Real>(G, batch, n, space), T, spec, stream};
   const BackwardResult<Real> result{view<Real>(grad, batch, n, space),
                                     reinterpret_cast<SolveStatus*>(status), iterations};
   if (wait)
@@ -251,10 +251,9 @@ int sinkgrad_solve_async(const char* solver, const char* options, int dtype, int
 }
 
 int sinkgrad_solve_convention_async(const char* solver, const char* options, int dtype,
-                                    int64_t batch, int n, int T, const char* convention,
-                                    double eps, const void* logits, const void* R, const void* G,
-                                    void* grad, int32_t* status, int32_t* iterations,
-                                    void* stream) {
+                                    int64_t batch, int n, int T, const char* convention, double eps,
+                                    const void* logits, const void* R, const void* G, void* grad,
+                                    int32_t* status, int32_t* iterations, void* stream) {
   return guarded("sinkgrad_solve_async", [&] {
     const ForwardSpec spec = spec_of(convention, eps);
     if (solver == nullptr) throw Error("solver is NULL");

@@ -99,9 +99,9 @@ SINKGRAD_C_API int sinkgrad_forward_convention_async(int dtype, int64_t batch, i
 SINKGRAD_C_API int sinkgrad_solve_convention_async(const char* solver, const char* options,
                                                    int dtype, int64_t batch, int n, int T,
                                                    const char* convention, double eps,
-                                                   const void* logits, const void* R,
-                                                   const void* G, void* grad, int32_t* status,
-                                                   int32_t* iterations, void* stream);
+                                                   const void* logits, const void* R, const void* G,
+                                                   void* grad, int32_t* status, int32_t* iterations,
+                                                   void* stream);
 
 #ifdef __cplusplus
 }

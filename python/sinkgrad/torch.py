@@ -73,14 +73,16 @@ def _options_text(options):
 
 
 def _forward_convention(forward, eps):
-    """The one place where the forward convention meets the library. Today libsinkgrad runs
-    only columns_first without an epsilon; when it gains the other conventions, they go
-    down from here with the forward and solve calls."""
+    """The one place where the forward convention meets the layer. The library runs every
+    convention (columns_first, rows_first, tilekernels, with eps: sinkgrad grad --forward, study
+    definitions, the C ABI's *_convention functions); this layer passes only the default down
+    so far, and refuses the others rather than differentiate a forward it did not run."""
     if forward not in FORWARDS:
-        raise ValueError(f"sinkhorn: forward={forward!r} is not available in this sinkgrad "
-                         f"(available: {', '.join(FORWARDS)})")
+        raise ValueError(f"sinkhorn: forward={forward!r} is not available in sinkgrad.torch yet "
+                         f"(available here: {', '.join(FORWARDS)}; the library's other "
+                         "conventions run through sinkgrad grad --forward and the C ABI)")
     if eps != 0.0:
-        raise ValueError(f"sinkhorn: eps={eps!r} is not available in this sinkgrad: the "
+        raise ValueError(f"sinkhorn: eps={eps!r} is not available in sinkgrad.torch yet: its "
                          "columns_first forward has no epsilon (eps=0.0)")
 
 

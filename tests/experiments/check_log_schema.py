@@ -14,7 +14,8 @@ import numpy as np
 ROOT_ATTRS = ["schema", "schema_version", "tool_version", "definition", "study", "overrides",
               "definition_path", "study_name", "started", "host", "devices"]
 RUN_ATTRS = ["key", "input", "n", "batch", "logits_source", "seed", "T", "precision", "solver",
-             "options", "device", "started", "wall_seconds", "forward_violation_max",
+             "options", "device", "forward", "eps", "started", "wall_seconds",
+             "forward_violation_max",
              "forward_violation_median", "converged_T", "solve_seconds", "solve_seconds_min",
              "timing_repeats", "timing_method", "iterations_mean", "iterations_max",
              "status_counts", "status_names", "complete"]
