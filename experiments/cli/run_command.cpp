@@ -82,6 +82,8 @@ int run_run(const po::variables_map& values) {
   options.tool_version = version;
 
   options.stop_requested = &stop_requested;
+  options.stop_on_error = values.count("stop-on-error") != 0;
+  options.failures = &std::cerr;
 
   study::RunnerSummary summary;
   try {
@@ -93,10 +95,18 @@ int run_run(const po::variables_map& values) {
   std::cout << "sinkgrad run: " << options.output << ": " << summary.total << " runs ("
             << summary.already_done << " already in the log, " << summary.done_now << " run now, "
             << summary.remaining << " left) in " << fixed(summary.seconds, 1) << " s\n";
-  if (summary.remaining > 0)
-    std::cout << "sinkgrad run: stopped by " << (summary.interrupted ? "a signal" : "--max-runs")
-              << "; complete it with: sinkgrad run " << path << " --output " << options.output
-              << " --resume\n";
+  const char* stopped_by = summary.interrupted                           ? "a signal"
+                           : options.stop_on_error && summary.failed > 0 ? "--stop-on-error"
+                                                                         : "--max-runs";
+  if (summary.remaining > summary.failed || summary.interrupted ||
+      (options.stop_on_error && summary.failed > 0))
+    std::cout << "sinkgrad run: stopped by " << stopped_by << "; complete it with: sinkgrad run "
+              << path << " --output " << options.output << " --resume\n";
+  if (summary.failed > 0) {
+    std::cout << "sinkgrad run: " << summary.failed
+              << " run(s) failed (recorded in the log with their error; --resume retries them)\n";
+    if (!summary.interrupted) return exit_failure;
+  }
   return summary.interrupted ? exit_interrupted : exit_ok;
 }
 
@@ -131,8 +141,10 @@ Command make_run_command() {
          "replaces the definition's [run] devices: cpu, cuda, default (cuda when a GPU is "
          "usable, else cpu)")  //
         ("max-runs", po::value<long long>()->value_name("K"),
-         "stop after K new runs (the log stays resumable)")  //
-        ("quiet,q", "no progress line (it is drawn only on a terminal anyway)");
+         "stop after K new runs (the log stays resumable)")                      //
+        ("quiet,q", "no progress line (it is drawn only on a terminal anyway)")  //
+        ("stop-on-error",
+         "stop at the first run that fails (default: record it as failed and go on)");
   };
   command.positional = {"definition"};
   command.run = run_run;

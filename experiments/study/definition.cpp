@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,9 @@ namespace sinkgrad::study {
 namespace {
 
 namespace po = boost::program_options;
+
+// Forward iterations beyond this are refused (a T of 10^6 already takes minutes per run).
+constexpr long long max_forward_T = 1000000;
 
 // The fixed sections and keys, each with what it accepts (used in every message).
 using KeyTable = std::map<std::string, std::map<std::string, std::string>>;
@@ -85,7 +89,14 @@ class Reader {
 
   // The comma-separated items of a key; an empty list is refused.
   std::vector<std::string> list(const std::string& key) const {
-    std::vector<std::string> items = split_list(raw(key));
+    const std::string text = raw(key);
+    int depth = 0;
+    for (const char c : text) {
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      if (depth < 0) break;
+    }
+    if (depth != 0) fail(key, "unbalanced parentheses in '" + text + "' (each '(' needs its ')')");
+    std::vector<std::string> items = split_list(text);
     if (items.empty()) fail(key, "the list is empty; give at least one of: " + allowed(key));
     for (const std::string& item : items)
       if (item.empty()) fail(key, "an item of the list is empty; allowed: " + allowed(key));
@@ -276,6 +287,9 @@ std::vector<SolverSweep> parse_solvers(const Reader& reader, const SolverRegistr
   const std::string key = "solvers.use";
   std::vector<std::string> names = reader.list(key);
   if (names.size() == 1 && names.front() == "all") names = registry.names();
+  if (std::find(names.begin(), names.end(), "all") != names.end())
+    reader.fail(key, "'all' stands alone (use = all); otherwise list solver names: " +
+                         joined(registry.names()));
   std::set<std::string> listed;
   for (const std::string& name : names) {
     if (!registry.contains(name))
@@ -319,6 +333,46 @@ std::vector<SolverSweep> parse_solvers(const Reader& reader, const SolverRegistr
   return sweeps;
 }
 
+// Length of the UTF-8 sequence starting at text[i] (1 for ASCII), 0 if it is not valid UTF-8.
+std::size_t utf8_length(const std::string& text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  const std::size_t length = c >= 0xC2 && c <= 0xDF   ? 2
+                             : c >= 0xE0 && c <= 0xEF ? 3
+                             : c >= 0xF0 && c <= 0xF4 ? 4
+                                                      : 0;
+  if (length == 0 || i + length > text.size()) return 0;
+  for (std::size_t k = 1; k < length; ++k)
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  // Overlong forms, surrogates and code points above U+10FFFF.
+  if ((c == 0xE0 && byte(i + 1) < 0xA0) || (c == 0xED && byte(i + 1) > 0x9F) ||
+      (c == 0xF0 && byte(i + 1) < 0x90) || (c == 0xF4 && byte(i + 1) > 0x8F))
+    return 0;
+  return length;
+}
+
+// The definition is stored in the log as a UTF-8 attribute and quoted in messages: refuse
+// bytes that are not UTF-8 and control characters (a NUL would cut every message short).
+void check_text(const std::string& text, const std::string& source) {
+  int line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t length = utf8_length(text, i);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", c);
+    if (length == 0)
+      throw DefinitionError("definition " + source + ": line " + std::to_string(line) + ": byte " +
+                            hex + " is not UTF-8; save the file as UTF-8");
+    if (c < 0x20 && c != '\n' && c != '\t' && c != '\r')
+      throw DefinitionError("definition " + source + ": line " + std::to_string(line) +
+                            ": control character " + hex + (c == 0 ? " (NUL)" : "") +
+                            "; a definition is text");
+    if (c == '\n') ++line;
+    i += length;
+  }
+}
+
 bool parse_bool(const Reader& reader, const std::string& key) {
   const std::string value = reader.single(key);
   if (value == "true" || value == "1" || value == "yes") return true;
@@ -346,9 +400,13 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-StudyDefinition parse_definition(const std::string& text, const std::string& base_directory,
+StudyDefinition parse_definition(const std::string& file_text, const std::string& base_directory,
                                  const SolverRegistry& registry, const std::string& source_name) {
   const std::string source = "'" + source_name + "'";
+  // A UTF-8 byte order mark (as some editors write) is not part of the first line.
+  const bool bom = file_text.rfind("\xEF\xBB\xBF", 0) == 0;
+  const std::string text = bom ? file_text.substr(3) : file_text;
+  check_text(text, source);
   std::map<std::string, std::string> entries;
   try {
     std::istringstream stream(text);
@@ -392,8 +450,14 @@ StudyDefinition parse_definition(const std::string& text, const std::string& bas
   else
     definition.seeds.push_back(1);
 
-  for (const long long T : reader.integers("forward.T", 1))
+  for (const long long T : reader.integers("forward.T", 1)) {
+    if (T > max_forward_T)
+      reader.fail("forward.T", "'" + std::to_string(T) + "' is above " +
+                                   std::to_string(max_forward_T) +
+                                   "; allowed: " + reader.allowed("forward.T") + ", at most " +
+                                   std::to_string(max_forward_T));
     definition.iterations.push_back(static_cast<int>(T));
+  }
   if (reader.has("forward.precision")) {
     for (const std::string& item : reader.list("forward.precision")) {
       if (item != "float32" && item != "float64")
@@ -438,19 +502,28 @@ StudyDefinition parse_definition(const std::string& text, const std::string& bas
   }
   if (reader.has("references.converged_max_T")) {
     const std::string key = "references.converged_max_T";
-    definition.converged_max_iterations =
-        static_cast<int>(reader.integer(key, reader.single(key), 1));
+    definition.converged_max_iterations = static_cast<int>(
+        std::min<long long>(reader.integer(key, reader.single(key), 1), max_forward_T));
   }
   if (reader.has("measure.iterate_errors"))
     definition.iterate_errors = parse_bool(reader, "measure.iterate_errors");
   if (reader.has("measure.timing_repeats")) {
     const std::string key = "measure.timing_repeats";
     definition.timing_repeats = static_cast<int>(reader.integer(key, reader.single(key), 1));
+    if (definition.timing_repeats > 1000 || definition.timing_repeats < 1)
+      reader.fail(key, "at most 1000; allowed: " + reader.allowed(key));
   }
   return definition;
 }
 
 StudyDefinition read_definition(const std::string& path, const SolverRegistry& registry) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw DefinitionError("'" + path + "' is a directory; give a definition file (.ini)");
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw DefinitionError("'" + path + "' is not a regular file; give a definition file (.ini)");
+  if (std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) > (16u << 20))
+    throw DefinitionError("'" + path + "' is larger than 16 MiB; a definition is a short text");
   std::ifstream file(path, std::ios::binary);
   if (!file) throw DefinitionError("cannot read the definition file '" + path + "'");
   std::ostringstream text;
