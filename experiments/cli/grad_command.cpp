@@ -54,8 +54,11 @@ GradRequest read_request(const po::variables_map& values) {
   request.output = values["output"].as<std::string>();
   request.solver = values["solver"].as<std::string>();
   request.iterations = values["iterations"].as<int>();
-  if (request.iterations < 1 || request.iterations > 1000000)
-    throw UsageError("--iterations (the forward's T) must be between 1 and 1000000, got " +
+  if (request.iterations < 1)
+    throw UsageError("--iterations (the forward's T) must be >= 1, got " +
+                     std::to_string(request.iterations));
+  if (request.iterations > 1000000)
+    throw UsageError("--iterations (the forward's T) must be <= 1000000, got " +
                      std::to_string(request.iterations));
   try {
     if (values.count("dtype")) request.dtype = parse_precision(values["dtype"].as<std::string>());

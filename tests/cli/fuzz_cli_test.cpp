@@ -19,7 +19,7 @@
 namespace sinkgrad::testing {
 namespace {
 
-constexpr int cases_per_kind = 120;
+constexpr int cases_per_kind = 100;
 constexpr int time_limit_seconds = 30;
 
 struct Outcome {
