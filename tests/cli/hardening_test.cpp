@@ -155,7 +155,10 @@ TEST_F(Hardening, StudyLargerThanMemoryLeavesNoLog) {
 
 TEST_F(Hardening, SweepWithTooManyRunsIsRefusedBeforeExpanding) {
   std::string Ts;
-  for (int T = 1; T <= 120000; ++T) Ts += (T == 1 ? "" : ",") + std::to_string(T);
+  for (int T = 1; T <= 120000; ++T) {
+    if (T > 1) Ts += ',';
+    Ts += std::to_string(T);
+  }
   std::string text = "[inputs]\nn = 4\nbatch = 1\nlogits = uniform(0, 4)\n[forward]\nT = ";
   text += Ts;
   text += "\n[solvers]\nuse = all\n[run]\ndevices = cpu\n";
