@@ -44,7 +44,21 @@ std::unique_ptr<BackwardSolver> SolverRegistry::create(
     const std::string& name, const std::map<std::string, std::string>& options) const {
   const SolverInfo& solver_info = info(name);
   const OptionValues values = OptionValues::resolve(name, solver_info.options, options);
-  return entries_.at(name).factory(values);
+  // A plugin's factory is outside code: whatever it throws or returns becomes one Error here.
+  std::unique_ptr<BackwardSolver> solver;
+  try {
+    solver = entries_.at(name).factory(values);
+  } catch (const Error& error) {
+    throw Error("solver '" + name + "' could not be created: " + error.what());
+  } catch (const std::exception& error) {
+    throw Error("solver '" + name + "' could not be created: " + error.what());
+  } catch (...) {
+    throw Error("solver '" + name +
+                "' could not be created: its factory threw an exception that is not a "
+                "std::exception");
+  }
+  if (!solver) throw Error("solver '" + name + "' could not be created: its factory returned null");
+  return solver;
 }
 
 }  // namespace sinkgrad

@@ -12,9 +12,13 @@ enum class SolveStatus : std::int32_t {
   not_converged = 1,  // CG reached max_iterations above tolerance; the last iterate is written
   breakdown = 2,      // CG breakdown (p^T A p = 0 or non-finite) or a singular factorisation
   invalid_input = 3,  // NaN/Inf in the inputs, negative R, or a zero row or column of R
+  // The answer hinges on a decision within rounding of its threshold (direct plain: an
+  // eigenvalue near the pseudo-inverse's cut whose keeping or dropping changes the gradient):
+  // another build or device may decide the other way. The gradient is written, not trusted.
+  ill_conditioned = 4,
 };
 
-inline constexpr int status_count = 4;
+inline constexpr int status_count = 5;
 
 std::string_view to_string(SolveStatus status);
 std::string_view describe(SolveStatus status);

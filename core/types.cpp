@@ -37,6 +37,8 @@ std::string_view to_string(SolveStatus status) {
       return "breakdown";
     case SolveStatus::invalid_input:
       return "invalid_input";
+    case SolveStatus::ill_conditioned:
+      return "ill_conditioned";
   }
   return "unknown";
 }
@@ -52,6 +54,9 @@ std::string_view describe(SolveStatus status) {
     case SolveStatus::invalid_input:
       return "NaN/Inf in logits or grad_output, negative R, or a zero row/column of R; "
              "gradient is NaN";
+    case SolveStatus::ill_conditioned:
+      return "the system is singular to rounding in a direction that changes the gradient "
+             "(direct plain: an eigenvalue near the cut); gradient written but not trusted";
   }
   return "unknown status";
 }

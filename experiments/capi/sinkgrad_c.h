@@ -44,9 +44,9 @@ SINKGRAD_C_API int sinkgrad_forward(int device, int dtype, int64_t batch, int n,
  * through SolverRegistry::global() with `options` ("key=value,key=value", "" or NULL for the
  * defaults). logits M (may be NULL for solvers that do not replay the forward), R = the forward
  * output, G = dL/dR. status and iterations: B int32 each (status: sinkgrad::SolveStatus,
- * 0 ok, 1 not_converged, 2 breakdown, 3 invalid_input); on SINKGRAD_C_CUDA they are device
- * memory like the rest. Solvers are created once per (solver, options) and kept, so that a
- * timed loop measures the solve, not option parsing. */
+ * 0 ok, 1 not_converged, 2 breakdown, 3 invalid_input, 4 ill_conditioned); on SINKGRAD_C_CUDA
+ * they are device memory like the rest. Solvers are created once per (solver, options) and kept, so
+ * that a timed loop measures the solve, not option parsing. */
 SINKGRAD_C_API int sinkgrad_solve(const char* solver, const char* options, int device, int dtype,
                                   int64_t batch, int n, int T, const void* logits, const void* R,
                                   const void* G, void* grad, int32_t* status, int32_t* iterations);

@@ -21,6 +21,21 @@ void print_help(const Command& command, const po::options_description& own,
   if (!command.description.empty()) std::cout << wrap(command.description, 0);
 }
 
+// Every message is one line (the docs promise it; scripts read the last line): line breaks
+// from a wrapped library message become "; ", other control characters '?'.
+std::string one_line(const char* what) {
+  std::string text;
+  for (const char* c = what; *c != '\0'; ++c) {
+    if (*c == '\n' || *c == '\r') {
+      if (!text.empty() && text.back() != ' ') text += "; ";
+    } else {
+      text += static_cast<unsigned char>(*c) < 0x20 ? '?' : *c;
+    }
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == ';')) text.pop_back();
+  return text;
+}
+
 }  // namespace
 
 int run_command(const Command& command, const std::vector<std::string>& args) {
@@ -46,21 +61,28 @@ int run_command(const Command& command, const std::vector<std::string>& args) {
     apply_common_options(read_common_options(values));
     return command.run(values);
   } catch (const po::error& error) {
-    std::cerr << prefix << "error: " << error.what() << " (see 'sinkgrad " << command.name
+    std::cerr << prefix << "error: " << one_line(error.what()) << " (see 'sinkgrad " << command.name
               << " --help')\n";
     return exit_usage;
   } catch (const UsageError& error) {
-    std::cerr << prefix << "error: " << error.what() << " (see 'sinkgrad " << command.name
+    std::cerr << prefix << "error: " << one_line(error.what()) << " (see 'sinkgrad " << command.name
               << " --help')\n";
     return exit_usage;
   } catch (const Error& error) {
-    std::cerr << prefix << "error: " << error.what() << "\n";
+    std::cerr << prefix << "error: " << one_line(error.what()) << "\n";
     return exit_failure;
   } catch (const std::bad_alloc&) {
-    std::cerr << prefix << "error: out of memory\n";
+    // Large allocations are estimated first (memory_budget.hpp); this is one that was not.
+    std::cerr << prefix
+              << "error: out of memory (an allocation failed; use a smaller batch or fewer "
+                 "--threads)\n";
     return exit_failure;
   } catch (const std::exception& error) {
-    std::cerr << prefix << "internal error: " << error.what() << "\n";
+    std::cerr << prefix << "internal error: " << one_line(error.what()) << "\n";
+    return exit_failure;
+  } catch (...) {
+    // A plugin may throw anything; the command still ends with a message and exit code 1.
+    std::cerr << prefix << "internal error: an exception that is not a std::exception\n";
     return exit_failure;
   }
 }

@@ -6,6 +6,11 @@
 #include "experiments/cli/command.hpp"
 
 namespace sinkgrad::cli {
+namespace {
+
+constexpr int max_threads = 1024;
+
+}  // namespace
 
 po::options_description common_options_description() {
   po::options_description options("Common options (every command)", 100, 50);
@@ -24,8 +29,10 @@ CommonOptions read_common_options(const po::variables_map& values) {
   options.help = values.count("help") != 0;
   if (values.count("threads")) {
     options.threads = values["threads"].as<int>();
-    if (options.threads < 1)
-      throw UsageError("--threads must be >= 1, got " + std::to_string(options.threads));
+    // libgomp gives each thread a stack: tens of thousands of them overflow (SIGSEGV).
+    if (options.threads < 1 || options.threads > max_threads)
+      throw UsageError("--threads must be between 1 and " + std::to_string(max_threads) + ", got " +
+                       std::to_string(options.threads));
   }
   if (values.count("plugin")) options.plugins = values["plugin"].as<std::vector<std::string>>();
   return options;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -18,6 +19,8 @@
 #include "core/solver_registry.hpp"
 #include "experiments/cli/command.hpp"
 #include "experiments/cli/text_format.hpp"
+#include "experiments/io/memory_budget.hpp"
+#include "experiments/study/solver_contract.hpp"
 #include "forward/sinkhorn_forward.hpp"
 
 namespace sinkgrad::cli {
@@ -72,8 +75,10 @@ Solved<Real> solve(const BackwardSolver& solver, const HostBatch<Real>& M, const
   out.milliseconds = std::numeric_limits<double>::infinity();
   for (int repeat = 0; repeat < timing_repeats; ++repeat) {
     const auto start = std::chrono::steady_clock::now();
-    solver.solve(BackwardProblem<Real>{M.view(), R.view(), G.view(), T, forward},
-                 BackwardResult<Real>{out.grad.view(), out.status.data(), out.iterations.data()});
+    study::solve_checked(
+        solver, BackwardProblem<Real>{M.view(), R.view(), G.view(), T, forward},
+        BackwardResult<Real>{out.grad.view(), out.status.data(), out.iterations.data()},
+        Device::cpu, "n = " + std::to_string(M.n()) + ", T = " + std::to_string(T));
     const std::chrono::duration<double, std::milli> elapsed =
         std::chrono::steady_clock::now() - start;
     out.milliseconds = std::min(out.milliseconds, elapsed.count());
@@ -139,6 +144,7 @@ void run_size(const DemoSettings& settings, int n,
                      {"not conv"},
                      {"breakdown"},
                      {"invalid"},
+                     {"ill cond"},
                      {"iters"},
                      {"ms"}});
     std::vector<Solved<Real>> results;
@@ -167,6 +173,7 @@ void run_size(const DemoSettings& settings, int n,
                      count_text(result.status, SolveStatus::not_converged),
                      count_text(result.status, SolveStatus::breakdown),
                      count_text(result.status, SolveStatus::invalid_input),
+                     count_text(result.status, SolveStatus::ill_conditioned),
                      fixed(mean_iterations, 1), fixed(result.milliseconds, 2)});
     }
     std::cout << table.render(2) << "\n";
@@ -184,9 +191,10 @@ std::string legend() {
                  "per matrix ||dL/dM - dL/dM_unrolled||_F / ||dL/dM_unrolled||_F; median and "
                  "max over the matrices the solver did not fail on (status ok or not conv)",
                  indent) +
-         hanging("ok ... invalid",
+         hanging("ok ... ill cond",
                  "matrices per status (core/status.hpp): solved; CG stopped at max_iterations "
-                 "(last iterate used); CG breakdown or singular system; invalid input",
+                 "(last iterate used); CG breakdown or singular system; invalid input; an "
+                 "eigenvalue within rounding of direct plain's cut that changes the gradient",
                  indent) +
          hanging("iters", "mean iterations per matrix (CG steps; T for unrolled; 0 for direct)",
                  indent) +
@@ -225,6 +233,17 @@ void require_at_least(const std::vector<T>& values, T minimum, const char* optio
                        ", got " + std::to_string(value));
 }
 
+// boost would read "-1" as 2^64 - 1: a seed is decimal digits only.
+std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t seed = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seed);
+  if (text.empty() || text.front() == '-' || error != std::errc() ||
+      end != text.data() + text.size())
+    throw UsageError("--seed must be an integer from 0 to 18446744073709551615, got '" + text +
+                     "'");
+  return seed;
+}
+
 int run_demo_command(const po::variables_map& values) {
   DemoSettings settings;
   const long long batch = values["batch"].as<long long>();
@@ -234,6 +253,9 @@ int run_demo_command(const po::variables_map& values) {
   settings.iterations = values["iterations"].as<std::vector<int>>();
   require_at_least(settings.sizes, 1, "--sizes");
   require_at_least(settings.iterations, 1, "--iterations");
+  for (const int T : settings.iterations)
+    if (T > 1000000)
+      throw UsageError("--iterations values must be <= 1000000, got " + std::to_string(T));
   settings.scale = values["scale"].as<double>();
   if (!(settings.scale >= 0) || !std::isfinite(settings.scale))
     throw UsageError("--scale must be a finite number >= 0");
@@ -250,8 +272,18 @@ int run_demo_command(const po::variables_map& values) {
     throw UsageError(std::string("--forward/--eps: ") + error.what());
   }
   settings.seed = values.count("seed")
-                      ? values["seed"].as<std::uint64_t>()
+                      ? parse_seed(values["seed"].as<std::string>())
                       : (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  // Before the header is printed: M, G, R and the six solvers' gradients per size.
+  const std::uint64_t real = settings.precision == Precision::float32 ? 4 : 8;
+  for (const int n : settings.sizes)
+    require_memory(
+        MemoryEstimate()
+            .batches(9, settings.batch, n, real)
+            .add(static_cast<std::uint64_t>(settings.batch), 6 * 8 + real)
+            .add(static_cast<std::uint64_t>(omp_get_max_threads()),
+                 16 * real * static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(n)),
+        "demo with --batch " + std::to_string(settings.batch) + " and n = " + std::to_string(n));
   if (settings.precision == Precision::float32)
     run_demo<float>(settings);
   else
@@ -275,7 +307,7 @@ Command make_demo_command() {
       "a run can be repeated.";
   command.add_options = [](po::options_description& options) {
     options.add_options()  //
-        ("seed", po::value<std::uint64_t>()->value_name("S"),
+        ("seed", po::value<std::string>()->value_name("S"),
          "random seed (default: a fresh one, printed)")  //
         ("batch", po::value<long long>()->default_value(512)->value_name("B"),
          "random matrices per size")  //

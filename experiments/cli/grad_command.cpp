@@ -4,8 +4,11 @@
 // is touched; the inputs are checked (datasets, shapes, types) before anything is computed; the
 // output is written under a temporary name and renamed into place only when complete.
 
+#include <omp.h>
+
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <map>
@@ -17,6 +20,7 @@
 #include "experiments/cli/text_format.hpp"
 #include "experiments/cli/version.hpp"
 #include "experiments/io/hdf5.hpp"
+#include "experiments/study/solver_contract.hpp"
 #include "forward/sinkhorn_forward.hpp"
 
 namespace sinkgrad::cli {
@@ -53,6 +57,9 @@ GradRequest read_request(const po::variables_map& values) {
   request.iterations = values["iterations"].as<int>();
   if (request.iterations < 1)
     throw UsageError("--iterations (the forward's T) must be >= 1, got " +
+                     std::to_string(request.iterations));
+  if (request.iterations > 1000000)
+    throw UsageError("--iterations (the forward's T) must be <= 1000000, got " +
                      std::to_string(request.iterations));
   try {
     if (values.count("dtype")) request.dtype = parse_precision(values["dtype"].as<std::string>());
@@ -96,6 +103,19 @@ std::string options_text(const OptionValues& options) {
 std::string shape_text(const h5::BatchInfo& info) {
   return "(" + std::to_string(info.batch) + ", " + std::to_string(info.n) + ", " +
          std::to_string(info.n) + ")";
+}
+
+// Everything solve_and_write allocates: logits, grad_output, R and dL/dM, the per-matrix
+// vectors, and a per-thread solver workspace (n x n matrices and the unrolled tape, which is
+// checkpointed to about 4n sqrt(T) values).
+MemoryEstimate grad_memory(const h5::BatchInfo& shape, Precision precision, int T) {
+  const std::uint64_t real = precision == Precision::float32 ? 4 : 8;
+  const auto n = static_cast<std::uint64_t>(shape.n);
+  return MemoryEstimate()
+      .batches(4, shape.batch, shape.n, real)
+      .add(static_cast<std::uint64_t>(shape.batch), 12 + real)
+      .add(static_cast<std::uint64_t>(omp_get_max_threads()),
+           (8 * n * n + 4 * n * (static_cast<std::uint64_t>(std::sqrt(double(T))) + 2)) * real);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -146,9 +166,11 @@ GradSummary solve_and_write(const GradRequest& request, const BackwardSolver& so
   std::vector<SolveStatus> status(static_cast<size_t>(batch));
   std::vector<std::int32_t> iterations(static_cast<size_t>(batch));
   start = std::chrono::steady_clock::now();
-  solver.solve(
+  study::solve_checked(
+      solver,
       BackwardProblem<Real>{logits.view(), R.view(), grad_output.view(), T, request.forward},
-      BackwardResult<Real>{grad_logits.view(), status.data(), iterations.data()}, request.device);
+      BackwardResult<Real>{grad_logits.view(), status.data(), iterations.data()}, request.device,
+      "input '" + request.input + "'");
   summary.backward_seconds = seconds_since(start);
 
   std::vector<std::int32_t> status_codes(status.size());
@@ -218,7 +240,9 @@ int run_grad(const po::variables_map& values) {
       if (!solver->info().supports(precision))
         throw UsageError("solver '" + solver->name() + "' does not support " +
                          std::string(to_string(precision)));
-      output.emplace(request.output);
+      require_memory(grad_memory(logits, precision, request.iterations),
+                     "grad of '" + request.input + "' " + shape_text(logits));
+      output.emplace(request.output, std::vector<std::string>{request.input});
       interrupt_guard.emplace(output->temporary_path());
       const std::string& path = output->temporary_path();
       summary = precision == Precision::float32
@@ -253,7 +277,10 @@ Command make_grad_command() {
       "status_codes.\n\n"
       "Status codes: 0 ok, 1 not_converged (CG stopped at max_iterations; its last iterate is "
       "written), 2 breakdown (gradient NaN), 3 invalid_input (NaN/Inf input or a zero row or "
-      "column; gradient NaN). A run with failed matrices still exits 0: read 'status'.\n\n"
+      "column; gradient NaN), 4 ill_conditioned (direct plain: an eigenvalue within rounding "
+      "of the cut changes the gradient; written, not trusted). A gradient with NaN/Inf is never "
+      "counted as ok: it is reported as breakdown. A run with failed matrices still exits 0: read "
+      "'status'.\n\n"
       "Example: sinkgrad grad --input in.h5 --output out.h5 --solver cg_corrected "
       "--iterations 20 --option max_iterations=16 --option tolerance=1e-10";
   command.add_options = [](po::options_description& options) {

@@ -95,6 +95,8 @@ int run_run(const po::variables_map& values) {
   options.tool_version = version;
 
   options.stop_requested = &stop_requested;
+  options.stop_on_error = values.count("stop-on-error") != 0;
+  options.failures = &std::cerr;
 
   study::RunnerSummary summary;
   try {
@@ -106,9 +108,18 @@ int run_run(const po::variables_map& values) {
   std::cout << "sinkgrad run: " << options.output << ": " << summary.total << " runs ("
             << summary.already_done << " already in the log, " << summary.done_now << " run now, "
             << summary.remaining << " left) in " << fixed(summary.seconds, 1) << " s\n";
-  if (summary.remaining > 0)
-    std::cout << "sinkgrad run: stopped by " << (summary.interrupted ? "a signal" : "--max-runs")
+  const char* stopped_by = summary.interrupted                           ? "a signal"
+                           : options.stop_on_error && summary.failed > 0 ? "--stop-on-error"
+                                                                         : "--max-runs";
+  if (summary.remaining > summary.failed || summary.interrupted ||
+      (options.stop_on_error && summary.failed > 0))
+    std::cout << "sinkgrad run: stopped by " << stopped_by
               << "; complete it with: " << resume_command(path, overrides, options.output) << "\n";
+  if (summary.failed > 0) {
+    std::cout << "sinkgrad run: " << summary.failed
+              << " run(s) failed (recorded in the log with their error; --resume retries them)\n";
+    if (!summary.interrupted) return exit_failure;
+  }
   return summary.interrupted ? exit_interrupted : exit_ok;
 }
 
@@ -160,7 +171,9 @@ Command make_run_command() {
         ("override", po::value<std::vector<std::string>>()->value_name("SECTION.KEY=VALUE"),
          "replaces a key of the definition, e.g. inputs.n=4 or forward.T=1,2,5 (also any "
          "positional argument after the definition)")  //
-        ("quiet,q", "no progress on stderr");
+        ("quiet,q", "no progress on stderr")           //
+        ("stop-on-error",
+         "stop at the first run that fails (default: record it as failed and go on)");
   };
   command.positional = {"definition"};
   command.positional_rest = "override";

@@ -10,6 +10,8 @@
 //   hdf5_attribute.hpp  attributes: string, int64, float64 and arrays, on any Object
 //   hdf5_batch.hpp      (B, n, n) datasets <-> HostBatch<float|double>, with shape checks
 //   replace_on_commit.hpp  write to a temporary file, rename into place on success
+//   output_policy.hpp   what may be written: regular files only, never an input
+//   memory_budget.hpp   refuse an allocation larger than the memory available, with sizes
 //
 // Everything lives in namespace sinkgrad::h5 (ReplaceOnCommit in sinkgrad) and throws
 // sinkgrad::Error with a message naming the file and object; HDF5's own stderr error printing
@@ -39,4 +41,6 @@
 #include "experiments/io/hdf5_group.hpp"
 #include "experiments/io/hdf5_handle.hpp"
 #include "experiments/io/hdf5_object.hpp"
+#include "experiments/io/memory_budget.hpp"
+#include "experiments/io/output_policy.hpp"
 #include "experiments/io/replace_on_commit.hpp"

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "experiments/io/memory_budget.hpp"
 
 namespace sinkgrad::h5 {
 
@@ -36,6 +37,9 @@ BatchInfo inspect_batch(const Group& group, const std::string& name) {
 template <class Real>
 HostBatch<Real> read_batch(const Group& group, const std::string& name) {
   const BatchInfo info = inspect_batch(group, name);
+  // The declared shape decides the allocation: refuse it with its size rather than be killed.
+  require_memory(MemoryEstimate().batches(1, info.batch, info.n, sizeof(Real)),
+                 "reading " + Dataset::open(group, name).describe());
   HostBatch<Real> batch(info.batch, info.n);
   Dataset::open(group, name).read_into(batch.data());
   return batch;

@@ -16,6 +16,10 @@ File File::open(const std::string& path, Mode mode) {
   if (!std::filesystem::exists(path, ec)) throw Error("file " + quoted(path) + " does not exist");
   if (std::filesystem::is_directory(path, ec))
     throw Error(quoted(path) + " is a directory, not an HDF5 file");
+  // A FIFO or device would block or stream forever: inputs are read from regular files only.
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(quoted(path) +
+                " is not a regular file (a device, FIFO or socket), not an HDF5 file");
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 == 0) throw Error("file " + quoted(path) + " is not an HDF5 file");
   if (is_hdf5 < 0) throw_hdf5_error("cannot read file " + quoted(path));

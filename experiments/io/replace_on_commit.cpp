@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "experiments/io/output_policy.hpp"
 
 namespace sinkgrad {
 namespace {
@@ -27,9 +28,12 @@ mode_t default_file_mode() {
 
 }  // namespace
 
-ReplaceOnCommit::ReplaceOnCommit(std::string destination) : destination_(std::move(destination)) {
+ReplaceOnCommit::ReplaceOnCommit(std::string destination, const std::vector<std::string>& inputs)
+    : destination_(std::move(destination)), inputs_(inputs) {
   namespace fs = std::filesystem;
   if (destination_.empty()) throw Error("the output file name is empty");
+  // A symbolic link is written through: the temporary file goes next to its target.
+  destination_ = checked_output_path(destination_, inputs_);
   const fs::path path(destination_);
   std::error_code ec;
   if (fs::is_directory(path, ec))
@@ -59,6 +63,7 @@ ReplaceOnCommit::~ReplaceOnCommit() {
 
 void ReplaceOnCommit::commit() {
   if (committed_) return;
+  checked_output_path(destination_, inputs_);
   if (std::rename(temporary_.c_str(), destination_.c_str()) != 0)
     throw Error("cannot move the finished output into place as " + in_quotes(destination_) + " (" +
                 std::strerror(errno) + ")");

@@ -8,14 +8,16 @@
 //   output.commit();   // after every handle on the temporary file is closed
 
 #include <string>
+#include <vector>
 
 namespace sinkgrad {
 
 class ReplaceOnCommit {
  public:
-  // Creates the (empty) temporary file; throws Error when the directory is not writable or
-  // the destination is a directory.
-  explicit ReplaceOnCommit(std::string destination);
+  // Applies the output policy (output_policy.hpp: regular files only, never one of `inputs`,
+  // symbolic links written through), then creates the (empty) temporary file; throws Error
+  // when the policy refuses the destination or its directory is not writable.
+  explicit ReplaceOnCommit(std::string destination, const std::vector<std::string>& inputs = {});
   ~ReplaceOnCommit();
   ReplaceOnCommit(const ReplaceOnCommit&) = delete;
   ReplaceOnCommit& operator=(const ReplaceOnCommit&) = delete;
@@ -23,12 +25,14 @@ class ReplaceOnCommit {
   const std::string& temporary_path() const { return temporary_; }
   const std::string& destination() const { return destination_; }
 
-  // Renames the temporary file to the destination (atomic within one file system).
+  // Renames the temporary file to the destination (atomic within one file system), after
+  // checking the policy again (the destination may have changed while the output was made).
   void commit();
 
  private:
   std::string destination_;
   std::string temporary_;
+  std::vector<std::string> inputs_;
   bool committed_ = false;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,9 +14,13 @@
 #include "experiments/study/definition_entries.hpp"
 
 #include "experiments/io/hdf5.hpp"
+#include "experiments/study/definition_text.hpp"
 
 namespace sinkgrad::study {
 namespace {
+
+// Forward iterations beyond this are refused (a T of 10^6 already takes minutes per run).
+constexpr long long max_forward_T = 1000000;
 
 // The fixed sections and keys, each with what it accepts (used in every message).
 using KeyTable = std::map<std::string, std::map<std::string, std::string>>;
@@ -81,7 +86,14 @@ class Reader {
 
   // The comma-separated items of a key; an empty list is refused.
   std::vector<std::string> list(const std::string& key) const {
-    std::vector<std::string> items = split_list(raw(key));
+    const std::string text = raw(key);
+    int depth = 0;
+    for (const char c : text) {
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      if (depth < 0) break;
+    }
+    if (depth != 0) fail(key, "unbalanced parentheses in '" + text + "' (each '(' needs its ')')");
+    std::vector<std::string> items = split_list(text);
     if (items.empty()) fail(key, "the list is empty; give at least one of: " + allowed(key));
     for (const std::string& item : items)
       if (item.empty()) fail(key, "an item of the list is empty; allowed: " + allowed(key));
@@ -308,6 +320,9 @@ std::vector<SolverSweep> parse_solvers(const Reader& reader, const SolverRegistr
   const std::string key = "solvers.use";
   std::vector<std::string> names = reader.list(key);
   if (names.size() == 1 && names.front() == "all") names = registry.names();
+  if (std::find(names.begin(), names.end(), "all") != names.end())
+    reader.fail(key, "'all' stands alone (use = all); otherwise list solver names: " +
+                         joined(registry.names()));
   std::set<std::string> listed;
   for (const std::string& name : names) {
     if (!registry.contains(name))
@@ -360,10 +375,14 @@ bool parse_bool(const Reader& reader, const std::string& key) {
 
 }  // namespace
 
-StudyDefinition parse_definition(const std::string& text, const std::string& base_directory,
+StudyDefinition parse_definition(const std::string& file_text, const std::string& base_directory,
                                  const SolverRegistry& registry, const std::string& source_name,
                                  const std::vector<std::string>& overrides) {
   const std::string source = "'" + source_name + "'";
+  // A UTF-8 byte order mark (as some editors write) is not part of the first line.
+  const bool bom = file_text.rfind("\xEF\xBB\xBF", 0) == 0;
+  const std::string text = bom ? file_text.substr(3) : file_text;
+  check_text(text, source);
   std::map<std::string, std::string> entries = read_entries(text, source);
   // Each override is checked on its own first, so that an unknown key names the override.
   for (const std::string& given : overrides) {
@@ -401,8 +420,14 @@ StudyDefinition parse_definition(const std::string& text, const std::string& bas
   else
     definition.seeds.push_back(1);
 
-  for (const long long T : reader.integers("forward.T", 1))
+  for (const long long T : reader.integers("forward.T", 1)) {
+    if (T > max_forward_T)
+      reader.fail("forward.T", "'" + std::to_string(T) + "' is above " +
+                                   std::to_string(max_forward_T) +
+                                   "; allowed: " + reader.allowed("forward.T") + ", at most " +
+                                   std::to_string(max_forward_T));
     definition.iterations.push_back(static_cast<int>(T));
+  }
   if (reader.has("forward.precision")) {
     for (const std::string& item : reader.list("forward.precision")) {
       if (item != "float32" && item != "float64")
@@ -448,20 +473,29 @@ StudyDefinition parse_definition(const std::string& text, const std::string& bas
   }
   if (reader.has("references.converged_max_T")) {
     const std::string key = "references.converged_max_T";
-    definition.converged_max_iterations =
-        static_cast<int>(reader.integer(key, reader.single(key), 1));
+    definition.converged_max_iterations = static_cast<int>(
+        std::min<long long>(reader.integer(key, reader.single(key), 1), max_forward_T));
   }
   if (reader.has("measure.iterate_errors"))
     definition.iterate_errors = parse_bool(reader, "measure.iterate_errors");
   if (reader.has("measure.timing_repeats")) {
     const std::string key = "measure.timing_repeats";
     definition.timing_repeats = static_cast<int>(reader.integer(key, reader.single(key), 1));
+    if (definition.timing_repeats > 1000 || definition.timing_repeats < 1)
+      reader.fail(key, "at most 1000; allowed: " + reader.allowed(key));
   }
   return definition;
 }
 
 StudyDefinition read_definition(const std::string& path, const SolverRegistry& registry,
                                 const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw DefinitionError("'" + path + "' is a directory; give a definition file (.ini)");
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw DefinitionError("'" + path + "' is not a regular file; give a definition file (.ini)");
+  if (std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) > (16u << 20))
+    throw DefinitionError("'" + path + "' is larger than 16 MiB; a definition is a short text");
   std::ifstream file(path, std::ios::binary);
   if (!file) throw DefinitionError("cannot read the definition file '" + path + "'");
   std::ostringstream text;

@@ -177,6 +177,18 @@ void StudyLog::write_converged_reference(const InputSpec& input, Precision preci
   file_.flush();
 }
 
+void StudyLog::write_failed_run(const RunSpec& run, const std::string& error) {
+  const h5::Group runs = file_.require_group("runs");
+  if (runs.has(run.id)) runs.remove(run.id);
+  const h5::Group group = runs.create_group(run.id);
+  h5::write_string_attribute(group, "key", run.key);
+  h5::write_string_attribute(group, "solver", run.solver);
+  h5::write_string_attribute(group, "error", error);
+  h5::write_int_attribute(group, "failed", 1);
+  h5::write_int_attribute(group, complete_attribute, 0);
+  file_.flush();
+}
+
 void StudyLog::write_run(const RunSpec& run, const InputSpec& input, const RunRecord& record) {
   const h5::Group runs = file_.require_group("runs");
   if (runs.has(run.id)) runs.remove(run.id);

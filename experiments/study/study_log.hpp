@@ -97,6 +97,9 @@ class StudyLog {
 
   // Writes the run's group, marks it complete and flushes the file.
   void write_run(const RunSpec& run, const InputSpec& input, const RunRecord& record);
+  // A run that threw: runs/<id> with its key, solver, error = the message, failed = 1 and
+  // complete = 0, so that readers skip it and --resume tries it again.
+  void write_failed_run(const RunSpec& run, const std::string& error);
 
  private:
   StudyLog(h5::File file, std::string path) : file_(std::move(file)), path_(std::move(path)) {}

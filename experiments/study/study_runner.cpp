@@ -16,10 +16,13 @@
 #include <omp.h>
 
 #include "core/solver_registry.hpp"
+#include "experiments/io/memory_budget.hpp"
+#include "experiments/io/output_policy.hpp"
 #include "experiments/study/input_data.hpp"
 #include "experiments/study/metrics.hpp"
 #include "experiments/study/progress_line.hpp"
 #include "experiments/study/references.hpp"
+#include "experiments/study/solver_contract.hpp"
 #include "experiments/study/study_log.hpp"
 #include "experiments/study/sweep.hpp"
 #include "forward/sinkhorn_forward.hpp"
@@ -278,7 +281,7 @@ class Runner {
     record.iterations.assign(count, 0);
     BackwardResult<Real> result{gradient.view(), status.data(), record.iterations.data(),
                                 stride > 0 ? history.data() : nullptr, stride};
-    solver->solve(problem, result, run.device);
+    solve_checked(*solver, problem, result, run.device, "");
     for (const SolveStatus s : status) ++record.status_counts[static_cast<std::size_t>(s)];
     record.vs_unrolled = compare_gradients<Real>(gradient.view(), unrolled.view());
     record.vs_converged = compare_gradients<Real>(gradient.view(), converged.gradient.view());
@@ -348,6 +351,32 @@ class Runner {
   const SolverRegistry& registry_;
 };
 
+// A run holds about 16 batches of doubles at once (the input, its rounded and converted
+// copies, both references, R, the gradients, the timing scratch), the solver's residual
+// history (B rows) and a per-thread workspace with the unrolled tape.
+void require_sweep_memory(const StudyDefinition& definition, const Sweep& sweep) {
+  int most_T = 1;
+  for (const int T : definition.iterations) most_T = std::max(most_T, T);
+  std::vector<std::uint64_t> history(sweep.inputs.size(), 0);
+  for (const RunSpec& run : sweep.runs) {
+    const int n = sweep.inputs[run.input].n;
+    const int stride =
+        SolverRegistry::global().create(run.solver, run.options)->history_length(n, run.precision);
+    history[run.input] = std::max<std::uint64_t>(history[run.input], std::max(stride, 0));
+  }
+  for (std::size_t i = 0; i < sweep.inputs.size(); ++i) {
+    const InputSpec& input = sweep.inputs[i];
+    const auto n = static_cast<std::uint64_t>(input.n);
+    MemoryEstimate estimate;
+    estimate.batches(16, input.batch, input.n, sizeof(double))
+        .add(static_cast<std::uint64_t>(input.batch), 16 + 16 * history[i])
+        .add(static_cast<std::uint64_t>(omp_get_max_threads()),
+             (8 * n * n + 4 * n * (static_cast<std::uint64_t>(std::sqrt(double(most_T))) + 2)) *
+                 sizeof(double));
+    require_memory(estimate, "the input " + input.key);
+  }
+}
+
 std::string run_label(const RunSpec& run, const InputSpec& input) {
   std::string options;
   for (const auto& [name, value] : run.options)
@@ -391,6 +420,12 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
         throw DefinitionError("solver '" + solver.name + "' does not run on " +
                               std::string(to_string(device)) + " in this build");
   const Sweep sweep = expand_sweep(definition, devices);
+  // Before the log is created: nothing is left behind when the sweep cannot run.
+  require_sweep_memory(definition, sweep);
+  std::vector<std::string> inputs{definition.source_path};
+  for (const LogitSource& logits : definition.logits)
+    if (logits.from_file()) inputs.push_back(logits.path);
+  const std::string output = checked_output_path(options.output, inputs);
 
   LogHeader header;
   header.tool_version = options.tool_version;
@@ -402,7 +437,7 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
   header.started = utc_now();
   header.host = host_name();
   header.devices = devices_text(devices);
-  StudyLog log = StudyLog::open(options.output, header, options.resume);
+  StudyLog log = StudyLog::open(output, header, options.resume);
 
   const std::set<std::string> finished = log.finished_runs();
   std::vector<const RunSpec*> todo;
@@ -428,10 +463,35 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
     InputReferences references;
     for (; next < planned && todo[next]->input == input_index && !stop(); ++next) {
       progress.update(summary.done_now, run_label(*todo[next], input));
-      const RunRecord record = runner.run(*todo[next], input, data, references);
-      log.write_run(*todo[next], input, record);
-      ++summary.done_now;
+      // The exception boundary of one run: whatever it throws fails this run only.
+      bool failed = true;
+      std::string failure;
+      try {
+        const RunRecord record = runner.run(*todo[next], input, data, references);
+        log.write_run(*todo[next], input, record);
+        ++summary.done_now;
+        failed = false;
+      } catch (const std::exception& error) {
+        failure = error.what();
+      } catch (...) {
+        failure = "an exception that is not a std::exception";
+      }
+      if (failed) {
+        ++summary.failed;
+        failure =
+            "run " + todo[next]->id + " (" + run_label(*todo[next], input) + ") failed: " + failure;
+        log.write_failed_run(*todo[next], failure);
+        if (options.failures != nullptr) {
+          progress.finish();
+          *options.failures << "sinkgrad run: " << failure << "\n";
+        }
+        if (options.stop_on_error) {
+          ++next;
+          break;
+        }
+      }
     }
+    if (options.stop_on_error && summary.failed > 0) break;
   }
   progress.finish(summary.done_now);
   summary.remaining = todo.size() - summary.done_now;

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstddef>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct RunnerOptions {
   // When not null and set (e.g. by a SIGINT handler), the sweep stops after the run in progress
   // has been written: the log stays complete and resumable.
   const volatile std::sig_atomic_t* stop_requested = nullptr;
+  // A run that throws is reported, recorded in the log as failed, and the sweep goes on;
+  // with stop_on_error it stops there instead (the log stays resumable).
+  bool stop_on_error = false;
+  // Where each failure is reported (one line each); null: not reported.
+  std::ostream* failures = nullptr;
 };
 
 struct RunnerSummary {
@@ -34,6 +40,7 @@ struct RunnerSummary {
   std::size_t done_now = 0;
   std::size_t remaining = 0;  // left for a later --resume (max_runs or a stop request)
   bool interrupted = false;   // stopped by stop_requested
+  std::size_t failed = 0;     // runs that threw (recorded in the log as failed, not finished)
   double seconds = 0;
 };
 

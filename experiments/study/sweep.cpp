@@ -50,9 +50,36 @@ InputSpec make_input(int n, index_t batch, const LogitSource& logits, std::uint6
   return input;
 }
 
+// Runs in the sweep, counted without expanding it (saturating at max_sweep_runs + 1).
+std::uint64_t count_runs(const StudyDefinition& definition, std::size_t devices) {
+  std::uint64_t option_sets = 0;
+  for (const SolverSweep& solver : definition.solvers) option_sets += solver.option_sets.size();
+  std::uint64_t inputs = 0;
+  for (const LogitSource& logits : definition.logits)
+    inputs += logits.from_file() ? 1 : definition.sizes.size();
+  const std::uint64_t factors[] = {inputs,
+                                   definition.seeds.size(),
+                                   definition.iterations.size(),
+                                   definition.precisions.size(),
+                                   option_sets,
+                                   devices};
+  std::uint64_t count = 1;
+  for (const std::uint64_t factor : factors) {
+    if (factor == 0) return 0;
+    count = count > (max_sweep_runs + 1) / factor ? max_sweep_runs + 1 : count * factor;
+  }
+  return count;
+}
+
 }  // namespace
 
 Sweep expand_sweep(const StudyDefinition& definition, const std::vector<Device>& devices) {
+  // Each run costs memory and a log group before anything is computed: refuse absurd sweeps.
+  const std::uint64_t runs = count_runs(definition, devices.size());
+  if (runs > max_sweep_runs)
+    throw DefinitionError("the sweep has more than " + std::to_string(max_sweep_runs) +
+                          " runs (inputs x seeds x T x precisions x solver options x devices); "
+                          "split it into several definitions");
   Sweep sweep;
   for (const LogitSource& logits : definition.logits) {
     for (const std::uint64_t seed : definition.seeds) {

@@ -42,6 +42,9 @@ struct Sweep {
   std::vector<RunSpec> runs;
 };
 
+// A sweep larger than this is refused (DefinitionError) before it is expanded.
+inline constexpr std::uint64_t max_sweep_runs = 100000;
+
 // Expands the definition over the given devices. File sources are inspected for n and B.
 Sweep expand_sweep(const StudyDefinition& definition, const std::vector<Device>& devices);
 

@@ -4,11 +4,14 @@
 //   corrected: Cholesky of S + (1/n) 1 1^T, refused (breakdown) when it fails or when its
 //              reciprocal condition estimate is below 10 n eps; the solution has 1^T beta = 0.
 //   plain:     beta = S^+ b through a symmetric eigendecomposition, eigenvalues with
-//              |lambda| <= n eps max|lambda| dropped; more than one dropped is a breakdown.
+//              |lambda| <= n eps max|lambda| dropped; more than one dropped is a breakdown, an
+//              eigenvalue near the cut that changes the gradient is ill_conditioned
+//              (plain_cut.hpp).
 
-#include "solvers/implicit/implicit_math.hpp"
 #include "solvers/direct/dense_factorisation.hpp"
+#include "solvers/direct/plain_cut.hpp"
 #include "solvers/direct/schur_matrix.hpp"
+#include "solvers/implicit/implicit_math.hpp"
 
 namespace sinkgrad::math {
 
@@ -30,6 +33,7 @@ SINKGRAD_HD MatrixOutcome direct_matrix(const Real* R, const Real* G, Real* grad
   Real* scratch = work + 8 * n;  // 3n
   Real* S = work + 11 * n;
   if (!compute_marginals(R, G, n, m)) return fail_matrix(grad, n, SolveStatus::invalid_input);
+  PlainCut cut;
   schur_matrix(system, R, m, n, S);
   schur_rhs(system, R, m, n, tmp, b);
   if (system == SchurSystem::corrected) {
@@ -43,28 +47,15 @@ SINKGRAD_HD MatrixOutcome direct_matrix(const Real* R, const Real* G, Real* grad
   } else {
     Real* V = S + n * n;
     if (!jacobi_eigen(S, V, n)) return fail_matrix(grad, n, SolveStatus::breakdown);
-    Real largest = 0;
-    for (int k = 0; k < n; ++k) largest = max_of(largest, abs_of(S[k * n + k]));
-    const Real cutoff = Real(n) * eps * largest;
-    int dropped = 0;
-    for (int k = 0; k < n; ++k) {  // tmp = diag(lambda)^+ V^T b
-      Real sum = 0;
-      for (int i = 0; i < n; ++i) sum += V[i * n + k] * b[i];
-      const Real lambda = S[k * n + k];
-      if (abs_of(lambda) <= cutoff) {
-        tmp[k] = 0;
-        ++dropped;
-      } else {
-        tmp[k] = sum / lambda;
-      }
-    }
+    // tmp = diag(lambda)^+ V^T b; the eigenvalues are S's diagonal now.
+    cut = plain_pseudo_inverse(S, n + 1, V, b, tmp, n);
     multiply(V, tmp, beta, n);
-    if (dropped > 1) return fail_matrix(grad, n, SolveStatus::breakdown);
+    if (cut.dropped > 1) return fail_matrix(grad, n, SolveStatus::breakdown);
   }
   schur_alpha(system, R, m, beta, n, alpha);
   assemble_gradient(R, G, alpha, beta, n, grad);
   if (!all_finite(grad, n * n)) return fail_matrix(grad, n, SolveStatus::breakdown);
-  return {SolveStatus::ok, 0};
+  return {cut.near_cut ? SolveStatus::ill_conditioned : SolveStatus::ok, 0};
 }
 
 }  // namespace sinkgrad::math

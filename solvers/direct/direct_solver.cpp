@@ -8,7 +8,9 @@
 //              and singular (null vector 1) when it has; beta = S^+ b through a symmetric
 //              eigendecomposition, eigenvalues below n eps max|lambda| treated as zero. This is
 //              the solution CG on the plain system approaches; a numerical rank below n - 1
-//              (R with a block structure) is reported as breakdown.
+//              (R with a block structure) is reported as breakdown, and an eigenvalue so near
+//              the cut that rounding decides whether it is kept, when that changes the
+//              gradient, as ill_conditioned (plain_cut.hpp; the same test on the GPU).
 
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
@@ -19,6 +21,7 @@
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/direct/direct_cuda.hpp"
 #endif
+#include "solvers/direct/plain_cut.hpp"
 #include "solvers/direct/schur_matrix.hpp"
 #include "solvers/implicit/exact_side.hpp"
 
@@ -51,26 +54,19 @@ bool solve_corrected(DenseWorkspace<Real>& w, int n) {
   return true;
 }
 
+// The cut and its near-cut test are plain_pseudo_inverse's, the same code as the GPU's.
 template <class Real>
-bool solve_plain(DenseWorkspace<Real>& w, int n) {
-  const Real eps = math::Epsilon<Real>::value;
+bool solve_plain(DenseWorkspace<Real>& w, int n, bool& near_cut) {
   w.eigen.compute(w.S, Eigen::ComputeEigenvectors);
   if (w.eigen.info() != Eigen::Success) return false;
-  const auto& lambda = w.eigen.eigenvalues();
-  const Real cutoff = Real(n) * eps * lambda.cwiseAbs().maxCoeff();
-  const auto& V = w.eigen.eigenvectors();
-  w.tmp.noalias() = V.transpose() * w.b;
-  int dropped = 0;
-  for (int k = 0; k < n; ++k) {
-    if (std::abs(lambda[k]) <= cutoff) {
-      w.tmp[k] = 0;
-      ++dropped;
-    } else {
-      w.tmp[k] /= lambda[k];
-    }
-  }
-  w.beta.noalias() = V * w.tmp;
-  return dropped <= 1;
+  // Eigen keeps the eigenvectors column-major whatever S is: copy them into S (no longer
+  // needed), which is row-major as plain_pseudo_inverse reads them.
+  w.S = w.eigen.eigenvectors();
+  const math::PlainCut cut = math::plain_pseudo_inverse(w.eigen.eigenvalues().data(), 1,
+                                                        w.S.data(), w.b.data(), w.tmp.data(), n);
+  w.beta.noalias() = w.S * w.tmp;
+  near_cut = cut.near_cut;
+  return cut.dropped <= 1;
 }
 
 template <class Real>
@@ -81,12 +77,14 @@ MatrixOutcome direct_matrix(const Real* R, const Real* G, Real* grad, int n, Sch
     return math::fail_matrix(grad, n, SolveStatus::invalid_input);
   math::schur_matrix(system, R, m, n, w.S.data());
   math::schur_rhs(system, R, m, n, w.tmp.data(), w.b.data());
-  const bool solved = system == SchurSystem::corrected ? solve_corrected(w, n) : solve_plain(w, n);
+  bool near_cut = false;
+  const bool solved =
+      system == SchurSystem::corrected ? solve_corrected(w, n) : solve_plain(w, n, near_cut);
   if (!solved) return math::fail_matrix(grad, n, SolveStatus::breakdown);
   math::schur_alpha(system, R, m, w.beta.data(), n, w.alpha.data());
   math::assemble_gradient(R, G, w.alpha.data(), w.beta.data(), n, grad);
   if (!math::all_finite(grad, n * n)) return math::fail_matrix(grad, n, SolveStatus::breakdown);
-  return {SolveStatus::ok, 0};
+  return {near_cut ? SolveStatus::ill_conditioned : SolveStatus::ok, 0};
 }
 
 class DirectSolver : public SolverVariants<DirectSolver> {

@@ -259,6 +259,15 @@ ParityReport expect_parity(const SolverCase& solver, const Inputs<Real>& in,
                      near_tie(cpu, gpu, b, tolerance);
     if (tie) {
       ++report.borderline;
+    } else if (pseudo_inverse && cs == gs && cs == SolveStatus::ill_conditioned) {
+      continue;  // both find an eigenvalue near the cut that decides the gradient: undetermined
+    } else if (pseudo_inverse &&
+               (cs == SolveStatus::ill_conditioned || gs == SolveStatus::ill_conditioned) &&
+               (cs == SolveStatus::ok || gs == SolveStatus::ok)) {
+      // The label's own threshold may fall differently for the two eigensolvers: one of them
+      // already says the gradient is undetermined. Unless the cut itself is in question their
+      // gradients must still agree (compared below).
+      if (condition.near_cutoff) continue;
     } else if (cs != gs && condition.near_cutoff) {
       ++report.borderline;  // a rank decision at the cutoff: nothing more to compare
       continue;
@@ -275,7 +284,8 @@ ParityReport expect_parity(const SolverCase& solver, const Inputs<Real>& in,
     }
     const Real* gc = cpu.grad.data() + b * nn;
     const Real* gg = gpu.grad.data() + b * nn;
-    if (cs != SolveStatus::ok && cs != SolveStatus::not_converged) {
+    if (cs != SolveStatus::ok && cs != SolveStatus::not_converged &&
+        cs != SolveStatus::ill_conditioned) {
       for (int k = 0; k < nn; ++k)
         if (!std::isnan(gg[k])) {
           ADD_FAILURE() << "matrix " << b << " failed (status " << int(cs)

@@ -144,8 +144,8 @@ TEST(StudyRun, SmokeStudyWritesTheDocumentedLog) {
       EXPECT_TRUE(h5::has_attribute(run, attribute)) << id << " lacks " << attribute;
     const index_t batch = h5::read_int_attribute(run, "batch");
     const auto counts = h5::read_int_array_attribute(run, "status_counts");
-    ASSERT_EQ(counts.size(), 4u);
-    EXPECT_EQ(counts[0] + counts[1] + counts[2] + counts[3], batch);
+    ASSERT_EQ(counts.size(), 5u);  // ok, not_converged, breakdown, invalid_input, ill_conditioned
+    EXPECT_EQ(counts[0] + counts[1] + counts[2] + counts[3] + counts[4], batch);
     EXPECT_EQ(h5::read_vector<std::int32_t>(run, "iterations").size(),
               static_cast<std::size_t>(batch));
     expect_metrics_group(run, "error_vs_unrolled", batch);

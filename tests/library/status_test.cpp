@@ -195,7 +195,12 @@ TYPED_TEST(Statuses, DirectBreaksDownOnBlockStructuredR) {
       EXPECT_TRUE(all_nan(sol.grad, b)) << "matrix " << b;
     }
     for (index_t b : {2, 3}) {
-      EXPECT_EQ(sol.status[b], SolveStatus::ok) << "matrix " << b;
+      // At T = 4 the plain system's near-null eigenvalue may lie within rounding of the cut
+      // (float32): then ill_conditioned, with its gradient written (solvers/direct/plain_cut.hpp).
+      const bool plain = std::string(system) == "plain";
+      EXPECT_TRUE(sol.status[b] == SolveStatus::ok ||
+                  (plain && sol.status[b] == SolveStatus::ill_conditioned))
+          << "matrix " << b << ": status " << int(sol.status[b]);
       EXPECT_TRUE(all_finite(sol.grad, b)) << "matrix " << b;
     }
   }

@@ -1,0 +1,63 @@
+#pragma once
+// The pseudo-inverse step of `direct system=plain`, shared by the CPU (Eigen) and GPU (Jacobi)
+// variants so that both decide the same way: coefficients coef_k = (v_k . b) / lambda_k, with
+// eigenvalues |lambda| <= n eps max|lambda| dropped (coef_k = 0).
+//
+// Whether an eigenvalue falls on one side of that cut or the other is decided by rounding when
+// it lies within a factor near_cut_band of it: two builds (or the CPU and the GPU) can then
+// return very different gradients. Such an eigenvalue is harmless when its eigenvector is
+// (nearly) the constant vector 1, which shifts alpha and beta without changing the gradient;
+// otherwise the matrix is reported as ill_conditioned. The measure: the part of v_k orthogonal
+// to 1 times |(v_k . b) / lambda_k| (the change of beta if lambda_k were kept), summed over the
+// eigenvalues in the band, against sqrt(eps) ||beta|| of the eigenvalues clear of the cut.
+
+#include "core/host_device.hpp"
+
+namespace sinkgrad::math {
+
+inline constexpr int near_cut_band = 16;
+
+struct PlainCut {
+  int dropped = 0;        // eigenvalues at or below the cut
+  bool near_cut = false;  // an eigenvalue near the cut changes the gradient
+};
+
+// lambda[k * lambda_stride], k < n: the eigenvalues; V (n x n, row-major): the orthonormal
+// eigenvectors as columns; b: the right-hand side. Writes coef (n).
+template <class Real>
+SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride, const Real* V,
+                                          const Real* b, Real* coef, int n) {
+  const Real eps = Epsilon<Real>::value;
+  Real largest = 0;
+  for (int k = 0; k < n; ++k) largest = max_of(largest, abs_of(lambda[k * lambda_stride]));
+  const Real cutoff = Real(n) * eps * largest;
+  PlainCut cut;
+  Real ambiguous = 0, stable_squared = 0;
+  for (int k = 0; k < n; ++k) {
+    Real projection = 0, mean = 0;
+    for (int i = 0; i < n; ++i) {
+      projection += V[i * n + k] * b[i];
+      mean += V[i * n + k];
+    }
+    mean /= Real(n);
+    const Real l = lambda[k * lambda_stride];
+    const Real size = abs_of(l);
+    const bool kept = size > cutoff;
+    coef[k] = kept ? projection / l : Real(0);
+    if (!kept) ++cut.dropped;
+    const bool in_band =
+        size > cutoff / Real(near_cut_band) && size <= cutoff * Real(near_cut_band);
+    if (in_band) {
+      Real off_gauge = 0;  // || v_k - mean(v_k) 1 ||
+      for (int i = 0; i < n; ++i) off_gauge += (V[i * n + k] - mean) * (V[i * n + k] - mean);
+      ambiguous += abs_of(projection / l) * sqrt_of(off_gauge);
+    } else if (kept) {
+      stable_squared += coef[k] * coef[k];
+    }
+  }
+  // Written so that NaN (a non-finite eigenvalue) counts as near the cut.
+  cut.near_cut = !(ambiguous <= sqrt_of(eps) * sqrt_of(stable_squared));
+  return cut;
+}
+
+}  // namespace sinkgrad::math
