@@ -130,7 +130,8 @@ SummaryTable summarise_log(const std::string& path, bool exact) {
         row.options[attribute] = h5::read_string_attribute(run, attribute);
     rows.push_back(std::move(row));
   }
-  if (statuses.empty()) statuses = {"ok", "not_converged", "breakdown", "invalid_input"};
+  if (statuses.empty())
+    statuses = {"ok", "not_converged", "breakdown", "invalid_input", "ill_conditioned"};
   for (const std::string& status : statuses) add(status, "matrices", true);
   add("iterations_mean", "", true);
   add("iterations_max", "", true);

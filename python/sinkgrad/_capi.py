@@ -10,7 +10,7 @@ import threading
 
 CPU, CUDA = 0, 1
 FLOAT32, FLOAT64 = 4, 8
-STATUS_NAMES = ("ok", "not_converged", "breakdown", "invalid_input")
+STATUS_NAMES = ("ok", "not_converged", "breakdown", "invalid_input", "ill_conditioned")
 
 
 class SinkgradError(RuntimeError):

@@ -33,7 +33,8 @@ class SolveStats:
     """Per-matrix outcome of the last backward through the sinkhorn call it was given to:
     status and iterations, int32 tensors of shape logits.shape[:-2] on the logits' device
     (None until a backward has run). status codes index status_names: 0 ok, 1 not_converged,
-    2 breakdown, 3 invalid_input (docs/math.md). Filling them never waits for the GPU."""
+    2 breakdown, 3 invalid_input, 4 ill_conditioned (docs/math.md; every code but ok counts as a
+    failure for on_failure). Filling them never waits for the GPU."""
 
     status_names = STATUS_NAMES
 
