@@ -70,6 +70,13 @@ void ProgressLine::update(std::size_t done, const std::string& label) {
   }
 }
 
+void ProgressLine::clear() {
+  if (!drawn_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  drawn_ = false;
+}
+
 void ProgressLine::finish(std::size_t done) {
   done_ = done;
   finish();

@@ -25,6 +25,8 @@ class ProgressLine {
   // Clears the terminal line, or writes the last plain line with `done` runs (the destructor
   // does the same with the count of the last update).
   void finish(std::size_t done);
+  // Erases the terminal line so that a message can be printed; the next update redraws it.
+  void clear();
 
  private:
   void finish();

@@ -482,7 +482,7 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
             "run " + todo[next]->id + " (" + run_label(*todo[next], input) + ") failed: " + failure;
         log.write_failed_run(*todo[next], failure);
         if (options.failures != nullptr) {
-          progress.finish();
+          progress.clear();
           *options.failures << "sinkgrad run: " << failure << "\n";
         }
         if (options.stop_on_error) {
