@@ -35,7 +35,7 @@ void check_on_stream(const SolverCase& solver_case) {
   cuda::DeviceBuffer status(batch * sizeof(SolveStatus)), iterations(batch * sizeof(std::int32_t));
   cuda::synchronize("uploads");
   sinkhorn_forward_async<Real>(M.view(), 20, R.view(), stream.handle);
-  BackwardProblem<Real> problem{M.view(), R.view(), G.view(), 20, stream.handle};
+  BackwardProblem<Real> problem{M.view(), R.view(), G.view(), 20, ForwardSpec{}, stream.handle};
   BackwardResult<Real> result{grad.view(), status.as<SolveStatus>(), iterations.as<std::int32_t>()};
   solver->solve_async(problem, result);
   SINKGRAD_CUDA_CHECK(cudaStreamSynchronize(stream.handle));
