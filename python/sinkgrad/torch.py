@@ -141,6 +141,15 @@ class _Sinkhorn(torch.autograd.Function):
                             else torch.autograd.function.once_differentiable(_backward))
 
 
+def _run_eagerly(function):
+    """torch.compile runs the layer eagerly (a graph break; fullgraph=True refuses it loudly):
+    its custom ops traced by aot_eager gave wrong gradients on torch 2.11, so until that is
+    solved the compiled graph never holds them."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return disable(function) if disable is not None else function
+
+
+@_run_eagerly
 def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="columns_first",
              eps=0.0, stats=None, on_failure="keep"):
     """R = Sinkhorn_T(exp(logits)) over the last two dims, differentiable w.r.t. logits.
