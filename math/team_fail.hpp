@@ -1,8 +1,8 @@
 #pragma once
 // The failure exit of the team-form solvers (math/team.hpp).
 
-#include "math/numeric.hpp"
 #include "core/status.hpp"
+#include "math/numeric.hpp"
 #include "math/team.hpp"
 
 namespace sinkgrad::math {

@@ -10,8 +10,12 @@ namespace {
 }
 }  // namespace
 
-void require_cuda() { no_cuda(); }
-void synchronize(const std::string&) { no_cuda(); }
+void require_cuda() {
+  no_cuda();
+}
+void synchronize(const std::string&) {
+  no_cuda();
+}
 
 template <class Real>
 void solve_staged(const BackwardProblem<Real>&, const BackwardResult<Real>&,

@@ -60,9 +60,13 @@ class StagedSolve {
 
 }  // namespace
 
-void require_cuda() { cuda::require_device(); }
+void require_cuda() {
+  cuda::require_device();
+}
 
-void synchronize(const std::string& what) { cuda::synchronize(what); }
+void synchronize(const std::string& what) {
+  cuda::synchronize(what);
+}
 
 template <class Real>
 void solve_staged(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,

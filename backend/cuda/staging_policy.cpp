@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/error.hpp"
 #include "backend/cuda/staging_policy.hpp"
+#include "core/error.hpp"
 
 namespace sinkgrad::cuda::detail {
 

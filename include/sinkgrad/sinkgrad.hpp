@@ -8,13 +8,13 @@
 //   solver->solve(sinkgrad::BackwardProblem<double>{M.view(), R.view(), G.view(), T},
 //                 sinkgrad::BackwardResult<double>{dM.view(), status, iterations});
 
-#include "core/backward_problem.hpp"  // IWYU pragma: export
-#include "core/backward_solver.hpp"   // IWYU pragma: export
-#include "core/batch.hpp"             // IWYU pragma: export
-#include "core/error.hpp"             // IWYU pragma: export
-#include "core/plugin_loader.hpp"     // IWYU pragma: export
-#include "core/solver_options.hpp"    // IWYU pragma: export
-#include "core/solver_registry.hpp"   // IWYU pragma: export
-#include "core/status.hpp"            // IWYU pragma: export
-#include "core/types.hpp"             // IWYU pragma: export
+#include "core/backward_problem.hpp"     // IWYU pragma: export
+#include "core/backward_solver.hpp"      // IWYU pragma: export
+#include "core/batch.hpp"                // IWYU pragma: export
+#include "core/error.hpp"                // IWYU pragma: export
+#include "core/plugin_loader.hpp"        // IWYU pragma: export
+#include "core/solver_options.hpp"       // IWYU pragma: export
+#include "core/solver_registry.hpp"      // IWYU pragma: export
+#include "core/status.hpp"               // IWYU pragma: export
+#include "core/types.hpp"                // IWYU pragma: export
 #include "forward/sinkhorn_forward.hpp"  // IWYU pragma: export

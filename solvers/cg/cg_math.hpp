@@ -5,8 +5,8 @@
 // canonical order, so all lanes take the same branches and both devices give the same bits;
 // products are added with one rounding (fma_of), the same on both.
 
-#include "math/numeric.hpp"
 #include "core/status.hpp"
+#include "math/numeric.hpp"
 #include "math/team.hpp"
 
 namespace sinkgrad::math {

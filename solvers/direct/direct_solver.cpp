@@ -62,8 +62,8 @@ bool solve_plain(DenseWorkspace<Real>& w, int n, bool& near_cut) {
   // Eigen keeps the eigenvectors column-major whatever S is: copy them into S (no longer
   // needed), which is row-major as plain_pseudo_inverse reads them.
   w.S = w.eigen.eigenvectors();
-  const math::PlainCut cut = math::plain_pseudo_inverse(w.eigen.eigenvalues().data(), 1,
-                                                        w.S.data(), w.b.data(), w.tmp.data(), n);
+  const math::PlainCut cut = math::plain_pseudo_inverse(w.eigen.eigenvalues().data(), 1, w.S.data(),
+                                                        w.b.data(), w.tmp.data(), n);
   w.beta.noalias() = w.S * w.tmp;
   near_cut = cut.near_cut;
   return cut.dropped <= 1;

@@ -4,8 +4,8 @@
 // Every implicit solver writes dL/dM = R ⊙ (G - α 1^T - 1 β^T) and differs only in how it finds
 // (α, β). Shared inputs: the marginals r = R 1, c = R^T 1 and s_r = (R ⊙ G) 1, s_c = (R ⊙ G)^T 1.
 
-#include "math/numeric.hpp"
 #include "core/status.hpp"
+#include "math/numeric.hpp"
 
 namespace sinkgrad::math {
 

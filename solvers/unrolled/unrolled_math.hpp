@@ -12,8 +12,8 @@
 // When the workspace cannot hold all 2nT potentials (GPU shared memory), the replay stores f at
 // checkpoints every L steps and recomputes one segment of L steps at a time.
 
-#include "forward/log_domain.hpp"
 #include "core/status.hpp"
+#include "forward/log_domain.hpp"
 
 namespace sinkgrad::math {
 
