@@ -8,9 +8,9 @@ import matplotlib.ticker
 from matplotlib.lines import Line2D
 import numpy as np
 
-from plot_style import (FLOOR, MARKERS, REFERENCES, finish, grid, logits_name, mean_over_seeds,
-                        natural, panels, series_label, series_labels, stamp, styles,
-                        varying_keys)
+from plot_style import (FLOOR, MARKERS, REFERENCES, T_axis, finish, grid, logits_name,
+                        mean_over_seeds, natural, panels, series_label, series_labels, stamp,
+                        styles, varying_keys)
 
 NOT_OK_RING = dict(facecolors="none", edgecolors="red", s=110, linewidths=1.3, zorder=5)
 
@@ -54,11 +54,8 @@ def plot_error_vs_T(runs, reference, study, made, path, dpi):
         violation = [mean_over_seeds([r["violation"] for r in panel if r["T"] == T]) for T in Ts]
         ax.plot(Ts, [max(v, FLOOR) for v in violation], ls="--", color="0.45", lw=1.2,
                 label="forward: median max_j |c_j - 1|")
-        ax.set_xscale("log")
+        T_axis(ax, Ts)
         ax.set_yscale("log")
-        ax.set_xticks(Ts)
-        ax.set_xticklabels([str(T) for T in Ts], fontsize=8)
-        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     axes[0].set_ylim(bottom=max(FLOOR / 2, axes[0].get_ylim()[0]))
     handles = []
     for ax in axes:
@@ -104,10 +101,7 @@ def plot_status(runs, study, made, path, dpi):
             ys = [mean_over_seeds([r["not_ok"] for r in points if r["T"] == T]) for T in xs]
             ax.plot(xs, ys, color=cmap(m % 10), marker=MARKERS[m % len(MARKERS)], ms=4, lw=1.2,
                     alpha=0.85, label=f"{logits_name(logits)}, n = {n}")
-        ax.set_xscale("log")
-        ax.set_xticks(Ts)
-        ax.set_xticklabels([str(T) for T in Ts], fontsize=7)
-        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        T_axis(ax, Ts, fontsize=7)
         ax.set_ylim(-0.03, 1.03)
         ax.grid(True, alpha=0.3)
         if k >= len(configs) - ncols:

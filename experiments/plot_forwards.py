@@ -2,13 +2,11 @@
 error against the unrolled gradient of the same forward, against T, one row per convention and
 eps; and tilekernels' eps floor, the error at the largest T against eps."""
 
-import matplotlib
 import matplotlib.pyplot as plt
-import matplotlib.ticker
 import numpy as np
 
-from plot_style import (FLOOR, finish, mean_over_seeds, series_label, series_labels, stamp,
-                        styles, varying_keys)
+from plot_style import (FLOOR, T_axis, finish, mean_over_seeds, series_label, series_labels,
+                        stamp, styles, varying_keys)
 
 
 def forward_order(label):
@@ -50,11 +48,8 @@ def plot_forwards(runs, logits, study, made, path, dpi):
                          for T in Ts]
             ax.plot(Ts, [max(v, FLOOR) for v in violation], ls="--", color="0.45", lw=1.2,
                     label="forward: median violation of the inexact side")
-            ax.set_xscale("log")
+            T_axis(ax, Ts)
             ax.set_yscale("log")
-            ax.set_xticks(Ts)
-            ax.set_xticklabels([str(T) for T in Ts], fontsize=8)
-            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.grid(True, alpha=0.3)
             ax.set_title(f"{forward},  n = {n}", fontsize=10)
             if i == len(forwards) - 1:

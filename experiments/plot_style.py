@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 REFERENCES = {
@@ -142,6 +143,14 @@ def grid(pairs, nrows, ncols, title, ylabel, xlabel, width=4.2, height=3.4):
         if k % ncols == 0:
             ax.set_ylabel(ylabel)
     return fig, [ax for k, ax in enumerate(axes.flat) if k < len(pairs)]
+
+
+def T_axis(ax, Ts, fontsize=8):
+    """A logarithmic T axis labelled at exactly the T values of the study."""
+    ax.set_xscale("log")
+    ax.set_xticks(Ts)
+    ax.set_xticklabels([str(T) for T in Ts], fontsize=fontsize)
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
 
 
 def stamp(fig, made):
