@@ -70,10 +70,14 @@ void check_forward(int n, int T) {
     for (int k = 0; k < nn; ++k) {
       const Real c = R_cpu.data()[b * nn + k], g = R.data()[b * nn + k];
       ASSERT_EQ(std::isnan(c), std::isnan(g)) << "matrix " << b;
-      if (!std::isnan(c)) ASSERT_NEAR(double(g), double(c), bound) << "matrix " << b;
+      if (!std::isnan(c)) {
+        ASSERT_NEAR(double(g), double(c), bound) << "matrix " << b;
+      }
     }
     ASSERT_EQ(std::isnan(v_cpu[b]), std::isnan(v[b]));
-    if (!std::isnan(v[b])) ASSERT_NEAR(double(v[b]), double(v_cpu[b]), 4 * n * bound);
+    if (!std::isnan(v[b])) {
+      ASSERT_NEAR(double(v[b]), double(v_cpu[b]), 4 * n * bound);
+    }
   }
 }
 
