@@ -80,7 +80,9 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/experiments/plot.py
 install(FILES ${PROJECT_SOURCE_DIR}/experiments/plot_style.py
               ${PROJECT_SOURCE_DIR}/experiments/plot_figures.py
               ${PROJECT_SOURCE_DIR}/experiments/plot_forwards.py
-        DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # plot.py's modules, found next to it
+              ${PROJECT_SOURCE_DIR}/experiments/compare_selftest.py
+              ${PROJECT_SOURCE_DIR}/experiments/compare_torch.py
+        DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # plot.py's and compare_with_seeds.py's modules
 
 # ---- Python ---------------------------------------------------------------------------------
 # Every Python module goes to SINKGRAD_PYTHON_INSTALL_DIR (share/sinkgrad/python by default; put

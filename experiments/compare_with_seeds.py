@@ -28,18 +28,18 @@ reports none).
 """
 import argparse
 import gc
-import importlib.util
-import math
+import importlib
 import os
 import re
 import sys
-import time
 import traceback
 
 # Next to this file: experiments/capi (source tree) or python/ (share/sinkgrad, installed).
 for _folder in ("capi", "python"):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), _folder))
 import sinkgrad_c  # noqa: E402
+from compare_selftest import selftest  # noqa: E402
+from compare_torch import Config, Timer, load_seeds, torch_linalg_solve  # noqa: E402
 
 
 def require_modules(modules, packages):
@@ -99,194 +99,6 @@ def parse_args():
     parser.add_argument("--slow-ms", type=float, default=1000.0,
                         help="a probe call slower than this is the row's only timing")
     return parser.parse_args()
-
-
-# ---------------------------------------------------------------- the cpu self-test (numpy)
-
-def numpy_forward(M, T):
-    import numpy as np
-    R = np.exp(M)
-    for _ in range(T):
-        R = R / R.sum(-2, keepdims=True)
-        R = R / R.sum(-1, keepdims=True)
-    return R
-
-
-def numpy_corrected_gradient(R, G):
-    """The gauge-fixed corrected system, as torch_linalg_solve below writes it, in numpy."""
-    import numpy as np
-    n = R.shape[-1]
-    r, c = R.sum(-1), R.sum(-2)
-    RG = R * G
-    s_r, s_c = RG.sum(-1), RG.sum(-2)
-    Rs = R / r[..., None]
-    S = np.eye(n) * c[..., None, :] - np.swapaxes(R, -1, -2) @ Rs + 1.0 / n
-    b = s_c - (np.swapaxes(R, -1, -2) @ (s_r / r)[..., None])[..., 0]
-    beta = np.linalg.solve(S, b[..., None])[..., 0]
-    alpha = (s_r - (R @ beta[..., None])[..., 0]) / r
-    return R * (G - alpha[..., :, None] - beta[..., None, :])
-
-
-def selftest(lib):
-    import numpy as np
-    rng = np.random.default_rng(0)
-    B, n, T = 64, 6, 5
-    M = rng.random((B, n, n)) * 4.0
-    G = rng.standard_normal((B, n, n))
-    checks = []
-
-    def check(name, ok, detail=""):
-        checks.append(ok)
-        print(f"selftest: {'ok  ' if ok else 'FAIL'} {name} {detail}", flush=True)
-
-    def rel(a, b):
-        return float((np.linalg.norm(a - b, axis=(1, 2)) / np.linalg.norm(b, axis=(1, 2))).max())
-
-    R64 = numpy_forward(M, T)
-    e = rel(lib.forward_numpy(M, T), R64)
-    check("forward float64 vs numpy", e < 1e-13, f"max rel {e:.1e}")
-    e = rel(lib.forward_numpy(M.astype(np.float32), T).astype(np.float64), R64)
-    check("forward float32 vs numpy", e < 1e-5, f"max rel {e:.1e}")
-    ref = numpy_corrected_gradient(R64, G)
-    for name, solver, options, _ in SINKGRAD_SOLVERS:
-        grad, status, _ = lib.solve_numpy(solver, options, M, R64, G, T)
-        if solver in ("cg_corrected", "direct"):  # the system the numpy mirror solves
-            e = rel(grad, ref)
-            check(f"{name} float64 vs numpy corrected solve", e < 1e-9 and (status == 0).all(),
-                  f"max rel {e:.1e}, not ok {(status != 0).sum()}")
-        else:
-            check(f"{name} float64 runs", bool(np.isfinite(grad).all() and (status == 0).all()))
-    grad, status, _ = lib.solve_numpy("cg_corrected", "", None, R64.astype(np.float32),
-                                      G.astype(np.float32), T)
-    e = rel(grad.astype(np.float64), ref)
-    check("sinkgrad cg_corrected float32", e < 1e-3 and grad.dtype == np.float32,
-          f"max rel {e:.1e}")
-    try:
-        lib.solve_numpy("no_such_solver", "", None, R64, G, T)
-        check("unknown solver is an error", False)
-    except sinkgrad_c.SinkgradError as error:
-        check("unknown solver is an error naming the solvers",
-              "cg_corrected" in str(error) and "unrolled" in str(error), f"({error})")
-    failed = checks.count(False)
-    print(f"selftest: {len(checks) - failed} passed, {failed} failed")
-    return 1 if failed else 0
-
-
-# ---------------------------------------------------------------- the comparison (torch)
-
-def torch_forward(M, T):
-    R = M.exp()
-    for _ in range(T):
-        R = R / R.sum(-2, keepdim=True)
-        R = R / R.sum(-1, keepdim=True)
-    return R
-
-
-def torch_linalg_solve(torch, R, G):
-    """What a user would write: the corrected system, gauge-fixed as the direct solver does,
-    (S + 11^T/n) beta = b with S = diag(c) - R^T diag(r)^-1 R, b = s_c - R^T diag(r)^-1 s_r,
-    solved by batched torch.linalg.solve; alpha = diag(r)^-1 (s_r - R beta); dL/dM assembled."""
-    n = R.shape[-1]
-    r, c = R.sum(-1), R.sum(-2)
-    RG = R * G
-    s_r, s_c = RG.sum(-1), RG.sum(-2)
-    Rs = R / r.unsqueeze(-1)
-    S = torch.diag_embed(c) - R.mT @ Rs + 1.0 / n
-    b = s_c - (R.mT @ (s_r / r).unsqueeze(-1)).squeeze(-1)
-    beta = torch.linalg.solve(S, b.unsqueeze(-1)).squeeze(-1)
-    alpha = (s_r - (R @ beta.unsqueeze(-1)).squeeze(-1)) / r
-    return R * (G - alpha.unsqueeze(-1) - beta.unsqueeze(-2))
-
-
-def load_seeds(path):
-    """The seeds' benchmark as a module (its main() is not run): its Triton kernels and their
-    launchers run_s001 / run_s000, used as they are."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no seed benchmark at {path}")
-    spec = importlib.util.spec_from_file_location("seed_kernels_bench", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class Timer:
-    def __init__(self, torch, device):
-        self.torch, self.cuda = torch, device == "cuda"
-        if self.cuda:
-            from triton.testing import do_bench
-            self.do_bench = do_bench
-
-    def once(self, fn):
-        """Milliseconds of one call."""
-        if not self.cuda:
-            start = time.perf_counter()
-            fn()
-            return (time.perf_counter() - start) * 1e3
-        start, stop = (self.torch.cuda.Event(enable_timing=True) for _ in range(2))
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        return start.elapsed_time(stop)
-
-    def median(self, fn):
-        if self.cuda:
-            return self.do_bench(fn, warmup=50, rep=200, return_mode="median")
-        times = sorted(self.once(fn) for _ in range(3))
-        return times[1]
-
-    def synchronize(self):
-        if self.cuda:
-            self.torch.cuda.synchronize()
-
-
-class Config:
-    """The tensors of one configuration; float64 reference data stays on the GPU when it fits
-    in 40 % of its memory, else in host memory."""
-
-    CHUNK_ELEMENTS = 1 << 23  # per array per chunk: 64 MiB in float64; the tape is ~2T of them
-
-    def __init__(self, torch, device, B, n, T, dtype_name, seed):
-        self.B, self.n, self.T, self.dtype_name = B, n, T, dtype_name
-        self.dtype = getattr(torch, dtype_name)
-        f64 = torch.float64
-        store = device
-        if device == "cuda":
-            _, total = torch.cuda.mem_get_info()
-            if 2 * B * n * n * 8 > 0.4 * total:
-                store = "cpu"
-        self.chunk = max(1, self.CHUNK_ELEMENTS // (n * n))
-        gen = torch.Generator(device=device)
-        gen.manual_seed(seed)
-        shape = (B, n, n)
-        self.M, self.R, self.G = (torch.empty(shape, dtype=self.dtype, device=device)
-                                  for _ in range(3))
-        self.R64, self.ref = (torch.empty(shape, dtype=f64, device=store) for _ in range(2))
-        for lo, hi in self.chunks():
-            Mc = torch.rand((hi - lo, n, n), dtype=f64, device=device, generator=gen) * 4.0
-            Gc = torch.randn((hi - lo, n, n), dtype=f64, device=device, generator=gen)
-            Mc.requires_grad_(True)
-            Rc = torch_forward(Mc, T)
-            (Rc * Gc).sum().backward()
-            Rc = Rc.detach()
-            self.M[lo:hi] = Mc.detach()
-            self.R[lo:hi] = Rc
-            self.G[lo:hi] = Gc
-            self.R64[lo:hi] = Rc
-            self.ref[lo:hi] = Mc.grad
-            del Mc, Gc, Rc
-
-    def chunks(self):
-        return ((lo, min(self.B, lo + self.chunk)) for lo in range(0, self.B, self.chunk))
-
-    def median_relerr(self, torch, out, against):
-        errors = []
-        for lo, hi in self.chunks():
-            g = out[lo:hi].double()
-            ref = against[lo:hi].to(g.device)
-            e = (g - ref).norm(dim=(1, 2)) / ref.norm(dim=(1, 2))
-            errors.append(torch.nan_to_num(e, nan=math.inf).cpu())
-        return torch.cat(errors).median().item()
 
 
 def candidates(torch, lib, seeds, cfg, device):
@@ -467,7 +279,7 @@ def main():
     args = parse_args()
     if args.selftest:
         require_modules(["numpy"], "python3-numpy")
-        return selftest(sinkgrad_c.SinkgradC(args.lib))
+        return selftest(sinkgrad_c.SinkgradC(args.lib), SINKGRAD_SOLVERS)
     require_modules(["numpy", "torch"], "python3-numpy and PyTorch (pip install torch)")
     # torch before libsinkgrad_c: where both need a CUDA runtime of the same soname, the
     # process then keeps the copy that torch ships rather than the one sinkgrad was built with.

@@ -15,6 +15,7 @@
 
 #include "core/forward_spec.hpp"
 #include "core/host_device.hpp"
+#include "forward/log_domain.hpp"  // marginal_violation
 #include "math/numeric.hpp"
 
 namespace sinkgrad::math {
@@ -155,18 +156,6 @@ SINKGRAD_HD bool convention_forward_matrix(const ConventionForward<Real>& c, con
     for (int k = 0; k < n; ++k) line[k * inner_stride] /= denominator;
   }
   return true;
-}
-
-// max |sum - 1| over the rows (columns = false) or the columns of R.
-template <class Real>
-SINKGRAD_HD Real marginal_violation(const Real* R, int n, bool columns) {
-  Real worst = 0;
-  for (int a = 0; a < n; ++a) {
-    Real sum = 0;
-    for (int k = 0; k < n; ++k) sum += columns ? R[k * n + a] : R[a * n + k];
-    worst = max_of(worst, abs_of(sum - Real(1)));
-  }
-  return worst;
 }
 
 }  // namespace sinkgrad::math

@@ -4,50 +4,20 @@
 // is touched; the inputs are checked (datasets, shapes, types) before anything is computed; the
 // output is written under a temporary name and renamed into place only when complete.
 
-#include <omp.h>
-
-#include <array>
-#include <chrono>
-#include <cmath>
-#include <cstdint>
 #include <iostream>
-#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "core/solver_registry.hpp"
 #include "experiments/cli/command.hpp"
+#include "experiments/cli/grad_solve.hpp"
 #include "experiments/cli/interrupt_cleanup.hpp"
 #include "experiments/cli/text_format.hpp"
-#include "experiments/cli/version.hpp"
 #include "experiments/io/hdf5.hpp"
-#include "experiments/study/solver_contract.hpp"
-#include "forward/sinkhorn_forward.hpp"
 
 namespace sinkgrad::cli {
 namespace {
-
-constexpr const char* logits_name = "logits";
-constexpr const char* grad_output_name = "grad_output";
-
-struct GradRequest {
-  std::string input;
-  std::string output;
-  std::string solver;
-  std::map<std::string, std::string> options;
-  int iterations = 20;
-  std::optional<Precision> dtype;  // default: the precision of the input's logits
-  Device device = Device::cpu;
-  ForwardSpec forward;
-};
-
-struct GradSummary {
-  index_t batch = 0;
-  int n = 0;
-  index_t non_finite_logits = 0;
-  std::array<index_t, status_count> status_counts{};
-  double forward_seconds = 0;
-  double backward_seconds = 0;
-};
 
 GradRequest read_request(const po::variables_map& values) {
   GradRequest request;
@@ -93,102 +63,9 @@ GradRequest read_request(const po::variables_map& values) {
   return request;
 }
 
-std::string options_text(const OptionValues& options) {
-  std::string text;
-  for (const auto& [key, value] : options.all())
-    text += (text.empty() ? "" : " ") + key + "=" + value;
-  return text;
-}
-
 std::string shape_text(const h5::BatchInfo& info) {
   return "(" + std::to_string(info.batch) + ", " + std::to_string(info.n) + ", " +
          std::to_string(info.n) + ")";
-}
-
-// Everything solve_and_write allocates: logits, grad_output, R and dL/dM, the per-matrix
-// vectors, and a per-thread solver workspace (n x n matrices and the unrolled tape, which is
-// checkpointed to about 4n sqrt(T) values).
-MemoryEstimate grad_memory(const h5::BatchInfo& shape, Precision precision, int T) {
-  const std::uint64_t real = precision == Precision::float32 ? 4 : 8;
-  const auto n = static_cast<std::uint64_t>(shape.n);
-  return MemoryEstimate()
-      .batches(4, shape.batch, shape.n, real)
-      .add(static_cast<std::uint64_t>(shape.batch), 12 + real)
-      .add(static_cast<std::uint64_t>(omp_get_max_threads()),
-           (8 * n * n + 4 * n * (static_cast<std::uint64_t>(std::sqrt(double(T))) + 2)) * real);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-void write_metadata(const h5::File& file, const GradRequest& request, const BackwardSolver& solver,
-                    Precision precision) {
-  h5::write_string_attribute(file, "solver", solver.name());
-  h5::write_string_attribute(file, "options", options_text(solver.options()));
-  h5::write_int_attribute(file, "T", request.iterations);
-  h5::write_string_attribute(file, "forward", std::string(to_string(request.forward.convention)));
-  h5::write_double_attribute(file, "eps", request.forward.eps);
-  h5::write_string_attribute(file, "dtype", std::string(to_string(precision)));
-  h5::write_string_attribute(file, "device", std::string(to_string(request.device)));
-  h5::write_string_attribute(file, "sinkgrad_version", version);
-  h5::write_string_attribute(file, "input", request.input);
-  std::string codes;
-  for (int code = 0; code < status_count; ++code)
-    codes += (code ? " " : "") + std::to_string(code) + "=" +
-             std::string(to_string(static_cast<SolveStatus>(code)));
-  h5::write_string_attribute(file, "status_codes", codes);
-}
-
-// Reads the inputs in precision Real, runs the forward and the solver, and writes the output
-// file at output_path.
-template <class Real>
-GradSummary solve_and_write(const GradRequest& request, const BackwardSolver& solver,
-                            const h5::File& input, const std::string& output_path) {
-  const HostBatch<Real> logits = h5::read_batch<Real>(input, logits_name);
-  const HostBatch<Real> grad_output = h5::read_batch<Real>(input, grad_output_name);
-  GradSummary summary;
-  summary.batch = logits.batch();
-  summary.n = logits.n();
-  const index_t batch = summary.batch;
-  const int n = summary.n;
-  const int T = request.iterations;
-
-  // The forward runs on the CPU; a cuda solve receives host batches and stages them itself.
-  HostBatch<Real> R(batch, n);
-  std::vector<Real> column_violation(static_cast<size_t>(batch));
-  auto start = std::chrono::steady_clock::now();
-  summary.non_finite_logits = sinkhorn_forward<Real>(
-      logits.view(), T, R.view(), column_violation.data(), Device::cpu, request.forward);
-  summary.forward_seconds = seconds_since(start);
-
-  HostBatch<Real> grad_logits(batch, n);
-  std::vector<SolveStatus> status(static_cast<size_t>(batch));
-  std::vector<std::int32_t> iterations(static_cast<size_t>(batch));
-  start = std::chrono::steady_clock::now();
-  study::solve_checked(
-      solver,
-      BackwardProblem<Real>{logits.view(), R.view(), grad_output.view(), T, request.forward},
-      BackwardResult<Real>{grad_logits.view(), status.data(), iterations.data()}, request.device,
-      "input '" + request.input + "'");
-  summary.backward_seconds = seconds_since(start);
-
-  std::vector<std::int32_t> status_codes(status.size());
-  for (size_t b = 0; b < status.size(); ++b) {
-    status_codes[b] = static_cast<std::int32_t>(status[b]);
-    const auto code = static_cast<size_t>(status_codes[b]);
-    if (code < summary.status_counts.size()) ++summary.status_counts[code];
-  }
-
-  const h5::File output = h5::File::create(output_path, h5::File::Exists::replace);
-  h5::write_batch<Real>(output, "R", R.view());
-  h5::write_batch<Real>(output, "grad_logits", grad_logits.view());
-  h5::write_vector<std::int32_t>(output, "status", status_codes);
-  h5::write_vector<std::int32_t>(output, "iterations", iterations);
-  h5::write_vector<Real>(output, "column_violation", column_violation);
-  write_metadata(output, request, solver, precision_of<Real>());
-  output.flush();
-  return summary;
 }
 
 void print_summary(const GradRequest& request, const BackwardSolver& solver, Precision precision,

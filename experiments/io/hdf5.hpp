@@ -7,6 +7,7 @@
 //   hdf5_group.hpp      Group: open, create, list and remove children
 //   hdf5_file.hpp       File: open (read-only / read-write), create, flush; its own root group
 //   hdf5_dataset.hpp    Dataset: N-D float32 / float64 / int32 / int64, read, write, append
+//                       (hdf5_element_type.hpp: its element types, internal)
 //   hdf5_attribute.hpp  attributes: string, int64, float64 and arrays, on any Object
 //   hdf5_batch.hpp      (B, n, n) datasets <-> HostBatch<float|double>, with shape checks
 //   replace_on_commit.hpp  write to a temporary file, rename into place on success

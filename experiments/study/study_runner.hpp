@@ -13,6 +13,7 @@
 
 #include "core/types.hpp"
 #include "experiments/study/definition.hpp"
+#include "experiments/study/host_info.hpp"  // resolve_devices
 #include "experiments/study/progress_line.hpp"
 
 namespace sinkgrad::study {
@@ -43,10 +44,6 @@ struct RunnerSummary {
   std::size_t failed = 0;     // runs that threw (recorded in the log as failed, not finished)
   double seconds = 0;
 };
-
-// "cpu" / "cuda" / "default" -> devices; "default" is cuda when a GPU is usable, else cpu.
-// Throws DefinitionError when cuda is asked for and no GPU is usable.
-std::vector<Device> resolve_devices(const std::vector<std::string>& names);
 
 RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& options);
 

@@ -1,0 +1,38 @@
+#pragma once
+// The arguments of the C ABI (sinkgrad_c.cpp) turned into sinkgrad's types, each check
+// throwing sinkgrad::Error with a message the caller reads from sinkgrad_last_error.
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "core/backward_solver.hpp"
+#include "core/forward_spec.hpp"
+#include "core/types.hpp"
+
+namespace sinkgrad::capi {
+
+// SINKGRAD_C_CPU / SINKGRAD_C_CUDA -> Device.
+Device device_of(int device);
+// SINKGRAD_C_FLOAT32 or SINKGRAD_C_FLOAT64.
+void check_dtype(int dtype);
+// batch >= 0, n >= 1, T >= 1.
+void check_shape(std::int64_t batch, int n, int T);
+// A null pointer is refused unless the batch is empty.
+void require(const void* pointer, const char* name, std::int64_t batch);
+// The shape and every pointer a solve writes or reads (the logits are optional).
+void check_solve_arguments(std::int64_t batch, int n, int T, const void* R, const void* G,
+                           const void* grad, const void* status, const void* iterations);
+
+// "key=value,key=value" (spaces around keys and values ignored) into the registry's map.
+std::map<std::string, std::string> parse_options(const char* text);
+
+// Solvers by (name, options), created on first use and kept until exit (never destroyed, like
+// the registry), so that repeated calls from a timing loop skip creation.
+const BackwardSolver& cached_solver(const std::string& name,
+                                    const std::map<std::string, std::string>& options);
+
+// The forward of a convention (null: columns_first) with eps (make_forward_spec checks both).
+ForwardSpec spec_of(const char* convention, double eps);
+
+}  // namespace sinkgrad::capi
