@@ -2,6 +2,7 @@
 """Pictures of a training-study log (the HDF5 file experiments/training_study.py writes).
 
     python3 experiments/plot_training.py LOG.h5 [--out-dir DIR] [--dpi N] [--stamp TEXT]
+    python3 experiments/plot_training.py LOG.h5 --table     # the numbers, as Markdown
 
 Writes PNG files into DIR (default: the log's directory), named after the log, and prints
 their paths, one per line:
@@ -64,7 +65,7 @@ BACKWARD_ORDER = ["unrolled", "cg_corrected", "cg_plain", "direct"]
 
 
 def read(path):
-    """Every complete run: its attributes and datasets as plain Python / numpy values."""
+    """Every complete run: its attributes as plain Python values, its datasets under "data"."""
     runs = []
     with h5py.File(path, "r") as log:
         if log.attrs.get("schema") != "sinkgrad-training-log":
@@ -75,7 +76,7 @@ def read(path):
                 continue
             run = {k: (v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v)
                    for k, v in group.attrs.items()}
-            run.update({k: group[k][()] for k in group})
+            run["data"] = {k: group[k][()] for k in group}  # names shared with attributes
             runs.append(run)
     if not runs:
         sys.exit(f"plot_training.py: '{path}' holds no complete run")
@@ -92,7 +93,7 @@ def select(runs, **where):
 
 def seed_stack(runs, key):
     """The seeds' arrays of one dataset, cut to the shortest, as (seeds, length)."""
-    arrays = [np.asarray(r[key], dtype=float) for r in runs]
+    arrays = [np.asarray(r["data"][key], dtype=float) for r in runs]
     length = min(len(a) for a in arrays)
     return np.array([a[:length] for a in arrays])
 
@@ -120,7 +121,7 @@ def plot_loss_curves(runs, forward, style, out, dpi, stamp):
                 continue
             color, marker, line, face = style[backward]
             evals = seed_stack(chosen, "eval_loss").mean(0)
-            steps = np.asarray(chosen[0]["eval_step"])[:len(evals)]
+            steps = np.asarray(chosen[0]["data"]["eval_step"])[:len(evals)]
             ax.plot(steps, evals, color=color, marker=marker, linestyle=line,
                     markerfacecolor=face, label=backward)
             train = seed_stack(chosen, "train_loss").mean(0)
@@ -244,7 +245,7 @@ def plot_along_training(runs, forward, style, out, dpi, stamp):
                 continue
             color, marker, line, face = style[backward]
             values = np.maximum(seed_stack(chosen, "grad_rel_error").mean(0), ps.FLOOR)
-            steps = np.asarray(chosen[0]["measured_step"])[:len(values)]
+            steps = np.asarray(chosen[0]["data"]["measured_step"])[:len(values)]
             ax.plot(steps, values, color=color, marker=marker, linestyle=line,
                     markerfacecolor=face, label=backward)
         ax.set_yscale("log")
@@ -291,14 +292,51 @@ def plot_time_memory(runs, style, out, dpi, stamp):
     return ps.finish(fig, axes, os.path.join(out[0], f"{out[1]}_time_memory.png"), dpi)
 
 
+def table(runs):
+    """One Markdown row per forward, backward and T: final evaluation loss (mean and the seeds'
+    range), whether that mean lies within the unrolled seeds' range, the gradient's median
+    relative error against unrolled, the fraction of matrices not solved ok, step and
+    backward time, and the backward's peak memory."""
+    print("| forward | backward | T | final eval loss: mean [min, max] | within unrolled's "
+          "range | grad rel. error (median) | not ok | step ms | backward ms | backward MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for forward in forward_rows(runs):
+        for backward in ordered(r["backward"] for r in runs):
+            for T in sorted({r["T"] for r in runs}):
+                chosen = select(runs, forward=forward, backward=backward, T=T)
+                exact = select(runs, forward=forward, backward="unrolled", T=T)
+                if not chosen:
+                    continue
+                losses = [r["final_eval_loss"] for r in chosen]
+                mean = np.mean(losses)
+                within = ""
+                if exact:
+                    ref = [r["final_eval_loss"] for r in exact]
+                    within = "yes" if min(ref) <= mean <= max(ref) else \
+                        f"no ({mean - np.mean(ref):+.4f})"
+                status = np.sum([r["status_counts"] for r in chosen], axis=0)
+                error = np.median(np.concatenate([r["data"]["grad_rel_error"] for r in chosen]))
+                print(f"| {forward} | {backward} | {T} | {mean:.4f} [{min(losses):.4f}, "
+                      f"{max(losses):.4f}] | {within} | {error:.2e} | "
+                      f"{1 - status[0] / status.sum():.2%} | "
+                      f"{1e3 * np.mean([r['step_seconds_median'] for r in chosen]):.1f} | "
+                      f"{1e3 * np.mean([r['backward_seconds_median'] for r in chosen]):.1f} | "
+                      f"{np.mean([r['backward_peak_bytes'] for r in chosen]) / 2**20:.2f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("log")
     parser.add_argument("--out-dir", help="default: the log's directory")
     parser.add_argument("--dpi", type=int, default=110)
     parser.add_argument("--stamp", help="default: the log's tool version and start date")
+    parser.add_argument("--table", action="store_true",
+                        help="print the numbers per forward, backward and T instead of drawing")
     args = parser.parse_args()
     header, runs = read(args.log)
+    if args.table:
+        table(runs)
+        return
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.log))
     os.makedirs(out_dir, exist_ok=True)
     out = (out_dir, os.path.splitext(os.path.basename(args.log))[0])
