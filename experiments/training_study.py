@@ -22,13 +22,14 @@ Per run the log holds the training loss of every step, the evaluation loss every
 step and of its backward, and on every --measure-every-th step the parameter gradient's cosine
 similarity and relative error against the unrolled backward's on the same batch and weights
 (a second forward and backward), and the peak memory the backward allocated. The schema is
-written below (SCHEMA) and in docs/experiments.md.
+in docs/experiments.md.
 
-Failed matrices: --on-failure (default keep) is passed to the layer. With keep, a matrix whose
-solve failed keeps what the solver wrote (NaN, or the last CG iterate); when that makes a
-parameter gradient non-finite the optimiser step is skipped, as a loss-scaling trainer does,
-and the run counts it (skipped_steps). --on-failure unrolled recomputes failed matrices
-exactly instead.
+Failed matrices: --on-failure (default unrolled) is passed to the layer: a matrix whose
+solve did not report ok is recomputed by the unrolled solver, and the status counts logged
+(the first solver's) show how often. With keep it keeps what the solver wrote (NaN after a CG
+breakdown, or the last CG iterate); when that makes a parameter gradient non-finite the
+optimiser step is skipped, as a loss-scaling trainer does, and the run counts it
+(skipped_steps).
 
 Resuming: every run is written when it is complete (its group gets complete = 1 last) and the
 file is closed between runs. --resume keeps the complete runs and runs the missing ones only;
@@ -252,12 +253,14 @@ class StreamLM(nn.Module):
     """Character-level language model: embedding copied into n streams, `blocks` x (attention,
     MLP) each wrapped by a HyperConnection, then the streams' mean to the logits."""
 
-    def __init__(self, vocabulary, context, n, d, blocks, heads, sinkhorn):
+    def __init__(self, vocabulary, context, n, d, blocks, heads, sinkhorn, stream_offsets):
         super().__init__()
         self.n = n
         self.embed = nn.Embedding(vocabulary, d)
         self.position = nn.Parameter(0.02 * torch.randn(context, d))
-        self.stream = nn.Parameter(torch.randn(n, d))  # see StreamLM.forward
+        # See forward(); without offsets the streams are exact copies, as mHC expands them.
+        self.stream = nn.Parameter(torch.randn(n, d) if stream_offsets else torch.zeros(n, d),
+                                   requires_grad=bool(stream_offsets))
         layers = []
         for _ in range(blocks):
             layers += [HyperConnection(n, d, Attention(d, heads), sinkhorn),
@@ -402,7 +405,8 @@ def train_run(settings, text, device, backward, T, forward, seed, on_failure):
     sinkhorn = Sinkhorn(T, backward, forward, on_failure)
     torch.manual_seed(seed)
     model = StreamLM(len(text.vocabulary), settings["context"], settings["n"], settings["d"],
-                     settings["blocks"], settings["heads"], sinkhorn).to(device)
+                     settings["blocks"], settings["heads"], sinkhorn,
+                     settings["stream_offsets"]).to(device)
     params = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=settings["lr"], weight_decay=0.0)
     steps, eval_every = settings["steps"], settings["eval_every"]
@@ -649,6 +653,9 @@ def arguments(argv):
     for key in INT_KEYS:
         parser.add_argument("--" + key.replace("_", "-"), type=positive_int)
     parser.add_argument("--lr", type=float)
+    parser.add_argument("--no-stream-offsets", action="store_true",
+                        help="start the n streams as exact copies of the embedding, as mHC "
+                             "does (the CG backwards then fail on most matrices)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     settings = dict(PRESETS["smoke" if args.smoke else args.device])
@@ -656,7 +663,7 @@ def arguments(argv):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     settings.update(device=args.device, on_failure=args.on_failure, data=args.data,
-                    dtype="float32")
+                    dtype="float32", stream_offsets=int(not args.no_stream_offsets))
     if settings["d"] % settings["heads"]:
         parser.error(f"--d {settings['d']} is not a multiple of --heads {settings['heads']}")
     if any(T < 1 for T in settings["T"]):
