@@ -34,30 +34,14 @@ import argparse
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from system_python import require_modules  # noqa: E402
 
-def _import_or_reexec():
-    """Imports the plotting stack; where `python3` is not the system Python and lacks it,
-    re-runs this script with /usr/bin/python3."""
-    try:
-        import h5py  # noqa: F401
-        import matplotlib  # noqa: F401
-        import numpy  # noqa: F401
-    except ImportError as error:
-        system = "/usr/bin/python3"
-        if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system) \
-                and not os.environ.get("SINKGRAD_PYTHON_REEXEC"):
-            os.environ["SINKGRAD_PYTHON_REEXEC"] = "1"
-            os.execv(system, [system] + sys.argv)
-        sys.exit(f"plot_training.py: {error}; install python3-numpy python3-h5py "
-                 "python3-matplotlib")
-
-
-_import_or_reexec()
+require_modules(("h5py", "matplotlib", "numpy"), "python3-numpy python3-h5py python3-matplotlib")
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot_style as ps  # noqa: E402
 from plot_style import plt  # noqa: E402
 
@@ -105,16 +89,35 @@ def smooth(values, width):
     return np.convolve(values, kernel, mode="valid")
 
 
-def plot_loss_curves(runs, forward, style, out, dpi, stamp):
-    Ts = sorted({r["T"] for r in runs})
+def per_T_panels(Ts, title, ylabel, log_y=False):
+    """One panel per T, three to a row, sharing y; cells past the last T are removed."""
     ncols = min(3, len(Ts))
     nrows = (len(Ts) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols + 0.6, 3.4 * nrows + 0.9),
+    fig, grid = plt.subplots(nrows, ncols, figsize=(4.4 * ncols + 0.6, 3.4 * nrows + 0.9),
                              squeeze=False, sharey=True)
-    fig.suptitle(f"Training loss along training, forward {forward}: evaluation loss (markers) "
-                 "and training loss (thin, smoothed), mean over seeds", fontsize=12)
-    for ax, T in zip(axes.flat, Ts):
-        ax.set_title(f"T = {T}", fontsize=10)
+    fig.suptitle(title, fontsize=12)
+    axes = []
+    for k, ax in enumerate(grid.flat):
+        if k >= len(Ts):
+            fig.delaxes(ax)
+            continue
+        ax.set_title(f"T = {Ts[k]}", fontsize=10)
+        ax.set_xlabel("training step")
+        if log_y:
+            ax.set_yscale("log")
+        ax.grid(True, which="major", alpha=0.35)
+        if k % ncols == 0:
+            ax.set_ylabel(ylabel)
+        axes.append(ax)
+    return fig, axes
+
+
+def plot_loss_curves(runs, forward, style, out, dpi, stamp):
+    Ts = sorted({r["T"] for r in runs})
+    fig, axes = per_T_panels(
+        Ts, f"Training loss along training, forward {forward}: evaluation loss (markers) and "
+        "training loss (thin, smoothed), mean over seeds", "loss (nats / character)")
+    for ax, T in zip(axes, Ts):
         for backward in ordered(r["backward"] for r in runs):
             chosen = select(runs, T=T, backward=backward)
             if not chosen:
@@ -129,16 +132,9 @@ def plot_loss_curves(runs, forward, style, out, dpi, stamp):
             smoothed = smooth(train, width)
             ax.plot(np.arange(len(smoothed)) + (width + 1) / 2, smoothed, color=color,
                     linewidth=0.7, alpha=0.6, linestyle=line)
-        ax.set_xlabel("training step")
-        ax.grid(True, alpha=0.35)
-    for k, ax in enumerate(axes.flat):
-        if k >= len(Ts):
-            fig.delaxes(ax)
-        elif k % ncols == 0:
-            ax.set_ylabel("loss (nats / character)")
     ps.stamp(fig, stamp)
-    return ps.finish(fig, [ax for k, ax in enumerate(axes.flat) if k < len(Ts)],
-                     os.path.join(out[0], f"{out[1]}_loss_curves_{ps.slug(forward)}.png"), dpi)
+    name = f"{out[1]}_loss_curves_{ps.slug(forward)}.png"
+    return ps.finish(fig, axes, os.path.join(out[0], name), dpi)
 
 
 def forward_rows(runs):
@@ -231,14 +227,10 @@ def plot_agreement(runs, style, out, dpi, stamp):
 def plot_along_training(runs, forward, style, out, dpi, stamp):
     Ts = sorted({r["T"] for r in runs})
     implicit = [b for b in ordered(r["backward"] for r in runs) if b != "unrolled"]
-    ncols = min(3, len(Ts))
-    nrows = (len(Ts) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols + 0.6, 3.4 * nrows + 0.9),
-                             squeeze=False, sharey=True)
-    fig.suptitle(f"Relative error of the parameter gradient against unrolled along training, "
-                 f"forward {forward} (mean over seeds)", fontsize=12)
-    for ax, T in zip(axes.flat, Ts):
-        ax.set_title(f"T = {T}", fontsize=10)
+    fig, axes = per_T_panels(
+        Ts, "Relative error of the parameter gradient against unrolled along training, "
+        f"forward {forward} (mean over seeds)", "relative error vs unrolled", log_y=True)
+    for ax, T in zip(axes, Ts):
         for backward in implicit:
             chosen = select(runs, T=T, backward=backward)
             if not chosen:
@@ -248,18 +240,9 @@ def plot_along_training(runs, forward, style, out, dpi, stamp):
             steps = np.asarray(chosen[0]["data"]["measured_step"])[:len(values)]
             ax.plot(steps, values, color=color, marker=marker, linestyle=line,
                     markerfacecolor=face, label=backward)
-        ax.set_yscale("log")
-        ax.set_xlabel("training step")
-        ax.grid(True, which="major", alpha=0.35)
-    for k, ax in enumerate(axes.flat):
-        if k >= len(Ts):
-            fig.delaxes(ax)
-        elif k % ncols == 0:
-            ax.set_ylabel("relative error vs unrolled")
     ps.stamp(fig, stamp)
     name = f"{out[1]}_gradient_along_training_{ps.slug(forward)}.png"
-    return ps.finish(fig, [ax for k, ax in enumerate(axes.flat) if k < len(Ts)],
-                     os.path.join(out[0], name), dpi)
+    return ps.finish(fig, axes, os.path.join(out[0], name), dpi)
 
 
 def plot_time_memory(runs, style, out, dpi, stamp):

@@ -45,26 +45,12 @@ import socket
 import sys
 import time
 
-
-def _import_or_reexec():
-    """torch, numpy and h5py; where `python3` is not the system Python (pyenv, venv) and lacks
-    them, re-runs this script with /usr/bin/python3."""
-    try:
-        import h5py  # noqa: F401
-        import numpy  # noqa: F401
-        import torch  # noqa: F401
-    except ImportError as error:
-        system = "/usr/bin/python3"
-        if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system) \
-                and not os.environ.get("SINKGRAD_PYTHON_REEXEC"):
-            os.environ["SINKGRAD_PYTHON_REEXEC"] = "1"
-            os.execv(system, [system] + sys.argv)
-        sys.exit(f"training_study.py: {error}; install python3-torch python3-h5py python3-numpy")
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from system_python import require_modules  # noqa: E402
 
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # the profiler's allocator warnings
 os.environ.setdefault("GLOG_minloglevel", "2")
-_import_or_reexec()
+require_modules(("h5py", "numpy", "torch"), "python3-torch python3-h5py python3-numpy")
 
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
