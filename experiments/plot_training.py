@@ -10,10 +10,12 @@ their paths, one per line:
   <log>_loss_curves_<forward>.png   one panel per T: the evaluation loss along training per
                                     backward (mean over seeds, markers) and the training loss
                                     (mean over seeds, smoothed, thin line)
-  <log>_final_eval_loss.png         one panel per forward convention: the final evaluation
+  <log>_final_eval_loss.png         one column per forward convention: the final evaluation
                                     loss against T per backward, mean over seeds with the
-                                    seeds' range as an error bar; the grey band is the range
-                                    of the unrolled runs' seeds
+                                    seeds' range as an error bar, the grey band the range of
+                                    the unrolled runs' seeds; below, the same minus the
+                                    unrolled run of the same seed (same weights and batches),
+                                    the grey band the unrolled seeds' spread about their mean
   <log>_gradient_agreement.png      per forward convention (rows): the relative error and
                                     1 - cosine of each implicit backward's parameter gradient
                                     against the unrolled one on the same batch, against T: the
@@ -146,42 +148,56 @@ def forward_title(runs, forward):
     return f"forward {forward}" + (f" (eps = {eps:g})" if eps else "")
 
 
+def unrolled_by_seed(runs, forward, T):
+    return {r["seed"]: r["final_eval_loss"]
+            for r in select(runs, forward=forward, T=T, backward="unrolled")}
+
+
 def plot_final_loss(runs, style, out, dpi, stamp):
+    """Top row: the final evaluation loss; bottom row: minus the unrolled run's of the same
+    seed (same initial weights and batches), the grey band there being the unrolled seeds'
+    spread around their mean."""
     forwards = forward_rows(runs)
     Ts = sorted({r["T"] for r in runs})
-    fig, axes = plt.subplots(1, len(forwards), figsize=(4.6 * len(forwards) + 0.6, 4.0),
-                             squeeze=False, sharey=True)
+    fig, axes = plt.subplots(2, len(forwards), figsize=(4.6 * len(forwards) + 0.6, 7.4),
+                             squeeze=False, sharey="row")
     fig.suptitle("Final evaluation loss against T: mean over seeds, bars: the seeds' range; "
                  "grey: the unrolled seeds' range", fontsize=12)
     backwards = ordered(r["backward"] for r in runs)
-    for ax, forward in zip(axes[0], forwards):
-        ax.set_title(forward_title(runs, forward), fontsize=10)
-        low, high = [], []
-        for T in Ts:
-            exact = [r["final_eval_loss"] for r in select(runs, forward=forward, T=T,
-                                                          backward="unrolled")]
-            low.append(min(exact) if exact else np.nan)
-            high.append(max(exact) if exact else np.nan)
-        ax.fill_between(Ts, low, high, color="0.85", zorder=0)
+    for col, forward in enumerate(forwards):
+        top, bottom = axes[0][col], axes[1][col]
+        top.set_title(forward_title(runs, forward), fontsize=10)
+        bottom.set_title(f"{forward}: minus unrolled of the same seed", fontsize=10)
+        exact = [list(unrolled_by_seed(runs, forward, T).values()) or [np.nan] for T in Ts]
+        top.fill_between(Ts, [min(e) for e in exact], [max(e) for e in exact], color="0.85",
+                         zorder=0)
+        bottom.fill_between(Ts, [min(e) - np.mean(e) for e in exact],
+                            [max(e) - np.mean(e) for e in exact], color="0.85", zorder=0)
         for k, backward in enumerate(backwards):
             color, marker, line, face = style[backward]
-            means, lows, highs, xs = [], [], [], []
-            for T in Ts:
-                values = [r["final_eval_loss"] for r in select(runs, forward=forward, T=T,
-                                                               backward=backward)]
-                if values:
-                    xs.append(T * (1 + 0.03 * (k - (len(backwards) - 1) / 2)))
-                    means.append(np.mean(values))
-                    lows.append(np.mean(values) - min(values))
-                    highs.append(max(values) - np.mean(values))
-            ax.errorbar(xs, means, yerr=[lows, highs], color=color, marker=marker,
-                        linestyle=line, markerfacecolor=face, capsize=2, label=backward)
-        ps.T_axis(ax, Ts)
-        ax.set_xlabel("T (Sinkhorn iterations)")
-        ax.grid(True, alpha=0.35)
+            shift = 1 + 0.03 * (k - (len(backwards) - 1) / 2)  # bars side by side
+            for ax, paired in ((top, False), (bottom, True)):
+                xs, means, lows, highs = [], [], [], []
+                for T in Ts:
+                    chosen = select(runs, forward=forward, T=T, backward=backward)
+                    ref = unrolled_by_seed(runs, forward, T)
+                    values = [r["final_eval_loss"] - (ref.get(r["seed"], np.nan) if paired
+                                                      else 0.0) for r in chosen]
+                    if values:
+                        xs.append(T * shift)
+                        means.append(np.mean(values))
+                        lows.append(np.mean(values) - min(values))
+                        highs.append(max(values) - np.mean(values))
+                ax.errorbar(xs, means, yerr=[lows, highs], color=color, marker=marker,
+                            linestyle=line, markerfacecolor=face, capsize=2, label=backward)
+        for ax in (top, bottom):
+            ps.T_axis(ax, Ts)
+            ax.set_xlabel("T (Sinkhorn iterations)")
+            ax.grid(True, alpha=0.35)
     axes[0][0].set_ylabel("final evaluation loss (nats / character)")
+    axes[1][0].set_ylabel("difference (nats / character)")
     ps.stamp(fig, stamp)
-    return ps.finish(fig, axes[0], os.path.join(out[0], f"{out[1]}_final_eval_loss.png"), dpi)
+    return ps.finish(fig, axes, os.path.join(out[0], f"{out[1]}_final_eval_loss.png"), dpi)
 
 
 def plot_agreement(runs, style, out, dpi, stamp):
