@@ -139,8 +139,11 @@ ROOT_DESCRIPTIONS = {
     "schema": ("'sinkgrad-training-log'", ""),
     "schema_version": ("version of this layout", ""),
     "tool_version": ("git commit of the sources that wrote the log, if known", ""),
-    "study": ("the settings, one key=value a line (--resume compares them)", ""),
+    "study": ("the settings but the sweep, one key=value a line (--resume compares them)", ""),
+    "sweep": ("the lists backwards, T, forwards, seeds of every command that wrote the log",
+              ""),
     "command": ("the command line that created the log", ""),
+    "resumed": ("one line per --resume: time, tool version, command line", ""),
     "started": ("creation of the log", "ISO 8601 UTC"),
     "host": ("host name", ""),
     "devices": ("the devices and threads", ""),
@@ -486,10 +489,11 @@ def train_run(settings, text, device, backward, T, forward, seed, on_failure):
 
 # -------------------------------------------------------------------------------- the log
 
-def study_text(settings):
-    """The settings as the canonical text stored in the log and compared by --resume."""
+def study_text(settings, keys=None):
+    """The settings (all but the sweep's lists, or only `keys`) as the canonical text stored
+    in the log: --resume compares the settings, and extends the sweep."""
     lines = []
-    for key in sorted(settings):
+    for key in sorted(k for k in settings if (k in keys if keys else k not in LIST_KEYS)):
         value = settings[key]
         if isinstance(value, (list, tuple)):
             value = ",".join(str(v) for v in value)
@@ -559,6 +563,13 @@ def open_log(path, settings, text, device, resume):
                 raise SystemExit(f"training_study.py: '{path}' was made from a different "
                                  f"study: {difference}; resume only with the same settings, "
                                  "or give another --output")
+            # Other sweep lists only add runs: the log's sweep becomes the union.
+            logged = dict(line.split("=", 1) for line in log.attrs["sweep"].splitlines())
+            union = {key: list(dict.fromkeys(logged[key].split(",") +
+                                             [str(v) for v in settings[key]]))
+                     for key in LIST_KEYS}
+            log.attrs["sweep"] = study_text(union, LIST_KEYS)
+            log.attrs["resumed"] += f"{now()} {source_version()} {' '.join(sys.argv)}\n"
             runs = log.require_group("runs")
             for name in list(runs):
                 if int(runs[name].attrs.get("complete", 0)) != 1:
@@ -570,7 +581,8 @@ def open_log(path, settings, text, device, resume):
     with h5py.File(path, "w") as log:
         log.attrs.update(dict(
             schema=SCHEMA, schema_version=SCHEMA_VERSION, tool_version=source_version(),
-            study=study, command=" ".join(sys.argv), started=now(),
+            study=study, sweep=study_text(settings, LIST_KEYS), command=" ".join(sys.argv),
+            resumed="", started=now(),
             host=socket.gethostname(), devices=devices_text(device), data=settings["data"],
             data_sha256=text.sha256, vocabulary=text.vocabulary.decode("latin-1"),
             train_chars=len(text.train), eval_chars=len(text.held_out)))

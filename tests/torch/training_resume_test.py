@@ -1,9 +1,9 @@
 """experiments/training_study.py interrupted and resumed, as a user does it: a tiny sweep is
 killed (SIGKILL) after two runs, resumed and stopped by SIGINT after its first new run (it
-finishes that run and exits 130), then resumed to the end. Every run must be in the log once,
-and a run written before an interruption must not have been recomputed (its process
-attribute and wall time are those of the process that first wrote it). A log without --resume
-and a resume with other settings are refused.
+finishes that run and exits 130), then resumed to the end, then extended by another T list.
+Every run must be in the log once, and a run written before an interruption must not have been
+recomputed (its process attribute and wall time are those of the process that first wrote
+it). A log without --resume and a resume with other settings are refused.
 
     training_resume_test.py STUDY_SCRIPT WORK_DIR
 """
@@ -18,9 +18,9 @@ import h5py
 RUNS = 6
 
 
-def sweep(steps=3, quiet=True):
+def sweep(steps=3, quiet=True, Ts="1,2,3"):
     """The tiny sweep's arguments: RUNS runs of a few steps each."""
-    return (["--smoke", "--backwards", "unrolled,cg_corrected", "--T", "1,2,3", "--steps",
+    return (["--smoke", "--backwards", "unrolled,cg_corrected", "--T", Ts, "--steps",
              str(steps)] + (["--quiet"] if quiet else []))
 
 
@@ -92,7 +92,18 @@ def main(study, work):
     require(len(processes) == 3, f"the runs came from {len(processes)} processes, expected 3")
     with h5py.File(log, "r") as f:
         require(len(f["runs"]) == RUNS, "the log holds incomplete or duplicate runs")
-    print(f"training_resume_test: {RUNS} runs from 3 processes, none recomputed: ok")
+
+    # Another T list with the same settings adds its runs only; the log's sweep is the union.
+    more = subprocess.run([sys.executable, study, *sweep(Ts="3,5"), "--output", log,
+                           "--resume"], capture_output=True, text=True)
+    require(more.returncode == 0, f"extending the sweep failed: {more.stderr}")
+    extended = runs(log)
+    require(len(extended) == RUNS + 2 and all(extended[k] == v for k, v in final.items()),
+            f"extending the sweep: {len(extended)} runs, or earlier runs recomputed")
+    with h5py.File(log, "r") as f:
+        require("T=1,2,3,5" in f.attrs["sweep"].splitlines(), f"sweep {f.attrs['sweep']!r}")
+        require(len(f.attrs["resumed"].splitlines()) == 3, "resumed lists 3 commands")
+    print(f"training_resume_test: {RUNS} runs from 3 processes, none recomputed, 2 added: ok")
 
 
 if __name__ == "__main__":
