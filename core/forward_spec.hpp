@@ -38,6 +38,12 @@ void check_forward_spec(const ForwardSpec& spec);
 inline bool is_default_forward(const ForwardSpec& spec) {
   return spec.convention == ForwardConvention::columns_first && spec.eps == 0;
 }
+// rows_first without eps is the default forward of M^T, transposed: R_rf(M) = R_cf(M^T)^T, and
+// its unrolled gradient at (M, G) is columns_first's at (M^T, G^T), transposed. The team forms
+// run it that way (reading the matrices transposed), at the default's cost.
+inline bool is_transposed_default_forward(const ForwardSpec& spec) {
+  return spec.convention == ForwardConvention::rows_first && spec.eps == 0;
+}
 // Whether the last step normalises columns (so columns, not rows, sum to 1 exactly).
 inline bool last_step_normalises_columns(ForwardConvention convention) {
   return convention != ForwardConvention::columns_first;

@@ -1,6 +1,8 @@
 // CUDA batch driver of the Sinkhorn forward: for n <= 64 the team form of
 // forward/forward_team.hpp (one team of lanes per matrix, backend/cuda/launch.cuh), above
-// that the log-domain loop of forward/log_domain.hpp, one thread per matrix.
+// that the log-domain loop of forward/log_domain.hpp, one thread per matrix. rows_first without
+// eps runs the same team form on the transposed tiles; the other conventions the log-domain
+// form of forward/convention_forward.hpp, one thread per matrix.
 
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/per_matrix_launch.cuh"
@@ -77,6 +79,22 @@ __global__ void convention_forward_kernel(math::ConventionForward<Real> conventi
   }
 }
 
+// The team form for n <= 64; orientation transposed runs it on every M^T and stores R
+// transposed back (rows_first).
+template <class Real, TileOrientation orientation = TileOrientation::as_stored>
+void forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                   Real* column_violation, unsigned long long* invalid_count, cudaStream_t stream) {
+  constexpr SmallMatrices small =
+      sizeof(Real) == 8 ? SmallMatrices::four_lanes : SmallMatrices::one_thread_to_8;
+  with_team_shape<small>(logits.n, [&](auto shape) {
+    using Shape = decltype(shape);
+    launch_teams<Real, Shape, orientation>(
+        logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
+        ForwardTeam<Real, Shape>{iterations, column_violation, invalid_count}, Staging::on, 0,
+        stream);
+  });
+}
+
 }  // namespace
 
 template <class Real>
@@ -87,6 +105,11 @@ void convention_forward(BatchView<const Real> logits, int iterations, BatchView<
   if (logits.batch != R.batch || logits.n != R.n)
     throw Error("forward: logits and R must have the same shape");
   if (logits.batch == 0) return;
+  if (is_transposed_default_forward(forward) && logits.n <= math::max_team_n) {
+    // The team's violation is that of its tile's columns: R's rows, as rows_first reports.
+    return forward_teams<Real, TileOrientation::transposed>(
+        logits, iterations, R, column_violation, invalid_count, static_cast<cudaStream_t>(stream));
+  }
   const std::size_t stride = detail::padded_workspace(
       static_cast<std::size_t>(math::convention_forward_workspace(logits.n)));
   auto kernel = &convention_forward_kernel<Real>;
@@ -112,18 +135,8 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
   if (logits.batch != R.batch || logits.n != R.n)
     throw Error("forward: logits and R must have the same shape");
   if (logits.batch == 0) return;
-  if (logits.n <= math::max_team_n) {
-    constexpr SmallMatrices small =
-        sizeof(Real) == 8 ? SmallMatrices::four_lanes : SmallMatrices::one_thread_to_8;
-    with_team_shape<small>(logits.n, [&](auto shape) {
-      using Shape = decltype(shape);
-      launch_teams<Real, Shape>(
-          logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
-          ForwardTeam<Real, Shape>{iterations, column_violation, invalid_count}, Staging::on, 0,
-          stream);
-    });
-    return;
-  }
+  if (logits.n <= math::max_team_n)
+    return forward_teams(logits, iterations, R, column_violation, invalid_count, stream);
   const std::size_t stride = detail::padded_workspace(2 * static_cast<std::size_t>(logits.n));
   auto kernel = &forward_kernel<Real>;
   const detail::LaunchShape shape =

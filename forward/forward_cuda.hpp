@@ -20,7 +20,9 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
                       Real* column_violation, unsigned long long* invalid_count = nullptr,
                       void* stream = nullptr);
 
-// The same for any convention (forward/convention_forward.hpp), one thread per matrix;
+// The same for any convention: rows_first without eps for n <= 64 in the team form on the
+// transposed matrices (core/forward_spec.hpp, is_transposed_default_forward), every other case
+// in the log-domain form of forward/convention_forward.hpp, one thread per matrix;
 // column_violation as the CPU's sinkhorn_forward with a ForwardSpec.
 template <class Real>
 void convention_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,

@@ -13,16 +13,26 @@
 namespace sinkgrad {
 namespace {
 
-// The logits and R of one matrix, row-major n x n, as the team-form forward reads them.
-template <class Real>
+// The logits and R of one matrix, row-major n x n, as the team-form forward reads them; or, with
+// transposed, read transposed: the team runs the default forward on M^T and writes R^T's rows
+// as R's columns (rows_first without eps, core/forward_spec.hpp).
+template <class Real, bool transposed = false>
 struct CpuForwardMatrices {
   const Real* M;
   Real* R;
   int n;
-  math::StridedView<const Real> M_row(math::Slot s) const { return {M + s.i * n, 1}; }
-  math::StridedView<const Real> M_col(math::Slot s) const { return {M + s.i, n}; }
-  math::StridedView<Real> R_row(math::Slot s) const { return {R + s.i * n, 1}; }
-  math::StridedView<const Real> R_col(math::Slot s) const { return {R + s.i, n}; }
+  template <class T>
+  math::StridedView<T> line(T* x, int i) const {
+    return transposed ? math::StridedView<T>{x + i, n} : math::StridedView<T>{x + i * n, 1};
+  }
+  template <class T>
+  math::StridedView<T> cross(T* x, int i) const {
+    return transposed ? math::StridedView<T>{x + i * n, 1} : math::StridedView<T>{x + i, n};
+  }
+  math::StridedView<const Real> M_row(math::Slot s) const { return line(M, s.i); }
+  math::StridedView<const Real> M_col(math::Slot s) const { return cross(M, s.i); }
+  math::StridedView<Real> R_row(math::Slot s) const { return line(R, s.i); }
+  math::StridedView<const Real> R_col(math::Slot s) const { return cross<const Real>(R, s.i); }
 };
 
 void check_forward_call(index_t logits_batch, int logits_n, index_t R_batch, int R_n,
@@ -55,19 +65,16 @@ index_t convention_forward_cpu(BatchView<const Real> logits, int iterations, Bat
   return invalid;
 }
 
-}  // namespace
-
-template <class Real>
-index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
-                         Real* column_violation) {
-  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
-  if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
-    throw Error("forward on the cpu needs host memory");
+// The seeds' forward on the cpu: for n <= 64 the team form the CUDA variant runs too, with the
+// matrices as Matrices reads them (transposed: rows_first without eps, whose violation is then
+// R's rows', as it reports; only for n <= 64); above, the log-domain loop.
+template <class Real, class Matrices>
+index_t forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                    Real* column_violation) {
   const int n = logits.n;
   index_t invalid = 0;
 #pragma omp parallel reduction(+ : invalid)
   {
-    // n <= 64: the team form the CUDA variant runs too; above, the log-domain loop.
     const bool team_form = n <= math::max_team_n;
     std::vector<Real> work(team_form ? 3 * static_cast<std::size_t>(n) * n : 2 * std::size_t(n));
 #pragma omp for schedule(static)
@@ -77,7 +84,7 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
       if (team_form) {
         const math::CpuTeam<Real> team(n, work.data());
         const auto outcome = math::sinkhorn_forward_team<Real>(
-            team, CpuForwardMatrices<Real>{logits.matrix(b), R.matrix(b), n}, iterations);
+            team, Matrices{logits.matrix(b), R.matrix(b), n}, iterations);
         ok = outcome.finite;
         violation = outcome.violation;
       } else {
@@ -90,6 +97,17 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
     }
   }
   return invalid;
+}
+
+}  // namespace
+
+template <class Real>
+index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                         Real* column_violation) {
+  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
+  if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
+    throw Error("forward on the cpu needs host memory");
+  return forward_cpu<Real, CpuForwardMatrices<Real>>(logits, iterations, R, column_violation);
 }
 
 template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*);
@@ -167,6 +185,9 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
   if (device == Device::cpu) {
     if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
       throw Error("forward on the cpu needs host memory");
+    if (is_transposed_default_forward(forward) && logits.n <= math::max_team_n)
+      return forward_cpu<Real, CpuForwardMatrices<Real, true>>(logits, iterations, R,
+                                                               column_violation);
     return convention_forward_cpu(logits, iterations, R, column_violation, forward);
   }
 #if defined(SINKGRAD_WITH_CUDA)

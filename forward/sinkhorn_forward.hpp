@@ -35,7 +35,8 @@ void sinkhorn_forward_async(BatchView<const Real> logits, int iterations, BatchV
 // The same for a chosen forward convention (core/forward_spec.hpp). column_violation then
 // holds the violation of the marginal the last step does not normalise: max_j |c_j - 1| for
 // columns_first, max_i |r_i - 1| for rows_first and tilekernels. The default spec runs the
-// overloads above unchanged; the others run the log-domain form of
+// overloads above unchanged; rows_first without eps for n <= 64 runs their team form on the
+// transposed matrices (core/forward_spec.hpp); the others run the log-domain form of
 // forward/convention_forward.hpp, one thread per matrix on the GPU. Throws Error for a spec
 // whose eps is negative or not finite.
 template <class Real>

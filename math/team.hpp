@@ -179,23 +179,36 @@ class CpuTeam {
   Real* storage_;
 };
 
-// The CPU's view of one problem: R, G and the gradient of one matrix, row-major n x n.
-template <class Real>
+// The CPU's view of one problem: R, G and the gradient of one matrix, row-major n x n; or, with
+// transposed, the same read transposed: row i of every view is column i of the stored matrix and
+// the gradient is written transposed back, so that a team solves the problem of R^T and G^T
+// (or M^T) without a copy (the plain systems' exact side, rows_first without eps:
+// core/forward_spec.hpp).
+template <class Real, bool transposed = false>
 struct CpuMatrices {
   const Real* R;
   const Real* G;
   Real* grad;
   int n;
-  StridedView<const Real> R_row(Slot s) const { return {R + s.i * n, 1}; }
-  StridedView<const Real> R_col(Slot s) const { return {R + s.i, n}; }
-  StridedView<const Real> G_row(Slot s) const { return {G + s.i * n, 1}; }
-  StridedView<const Real> G_col(Slot s) const { return {G + s.i, n}; }
-  StridedView<Real> grad_row(Slot s) const { return {grad + s.i * n, 1}; }
+  // Row i of the matrix the team works on, and its column i.
+  template <class T>
+  StridedView<T> line(T* x, int i) const {
+    return transposed ? StridedView<T>{x + i, n} : StridedView<T>{x + i * n, 1};
+  }
+  template <class T>
+  StridedView<T> cross(T* x, int i) const {
+    return transposed ? StridedView<T>{x + i * n, 1} : StridedView<T>{x + i, n};
+  }
+  StridedView<const Real> R_row(Slot s) const { return line(R, s.i); }
+  StridedView<const Real> R_col(Slot s) const { return cross(R, s.i); }
+  StridedView<const Real> G_row(Slot s) const { return line(G, s.i); }
+  StridedView<const Real> G_col(Slot s) const { return cross(G, s.i); }
+  StridedView<Real> grad_row(Slot s) const { return line(grad, s.i); }
 };
 
 // The CPU's view of one problem of the solvers that read the logits: M in place of R.
-template <class Real>
-struct CpuLogitMatrices : CpuMatrices<Real> {
+template <class Real, bool transposed = false>
+struct CpuLogitMatrices : CpuMatrices<Real, transposed> {
   StridedView<const Real> M_row(Slot s) const { return this->R_row(s); }
   StridedView<const Real> M_col(Slot s) const { return this->R_col(s); }
 };

@@ -35,15 +35,21 @@ void synchronize(const std::string& what) {
   }
 }
 
+namespace {
+
+// Throws Error unless an allocation of `bytes` (`what`) succeeded, clearing the error first.
+void check_allocation(cudaError_t code, std::size_t bytes, const char* what) {
+  if (code == cudaSuccess) return;
+  (void)cudaGetLastError();
+  throw Error("cannot allocate " + std::to_string(bytes) + " bytes of " + what + ": " +
+              cudaGetErrorString(code));
+}
+
+}  // namespace
+
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
-  const cudaError_t code = cudaMalloc(&data_, bytes);
-  if (code != cudaSuccess) {
-    (void)cudaGetLastError();
-    data_ = nullptr;
-    throw Error("cannot allocate " + std::to_string(bytes) +
-                " bytes of CUDA device memory: " + cudaGetErrorString(code));
-  }
+  check_allocation(cudaMalloc(&data_, bytes), bytes, "CUDA device memory");
 }
 
 DeviceBuffer::~DeviceBuffer() {
@@ -57,6 +63,16 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     bytes_ = std::exchange(other.bytes_, 0);
   }
   return *this;
+}
+
+StreamBuffer::StreamBuffer(std::size_t bytes, void* stream) : stream_(stream) {
+  if (bytes == 0) return;
+  check_allocation(cudaMallocAsync(&data_, bytes, static_cast<cudaStream_t>(stream)), bytes,
+                   "stream-ordered CUDA device memory");
+}
+
+StreamBuffer::~StreamBuffer() {
+  if (data_ != nullptr) (void)cudaFreeAsync(data_, static_cast<cudaStream_t>(stream_));
 }
 
 void copy_to_device(void* device_destination, const void* host_source, std::size_t bytes) {

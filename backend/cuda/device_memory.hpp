@@ -1,8 +1,9 @@
 #pragma once
 // Device memory for host code that does not include CUDA headers (core/, tests, the CLI):
-// device presence, plain cudaMalloc allocations (never managed memory), copies, and an owning
-// device batch that hands out BatchViews in MemorySpace::device. Every call is checked and
-// throws sinkgrad::Error. Available only in builds with CUDA (SINKGRAD_WITH_CUDA).
+// device presence, plain cudaMalloc allocations (never managed memory), stream-ordered scratch,
+// copies, and an owning device batch that hands out BatchViews in MemorySpace::device. Every
+// call is checked and throws sinkgrad::Error. Available only in builds with CUDA
+// (SINKGRAD_WITH_CUDA).
 
 #include <cstddef>
 #include <string>
@@ -41,6 +42,26 @@ class DeviceBuffer {
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
+};
+
+// Owns bytes of device memory allocated and freed in the order of `stream` (a cudaStream_t;
+// cudaMallocAsync / cudaFreeAsync): scratch for work launched on that stream, which neither
+// allocation nor release waits for.
+class StreamBuffer {
+ public:
+  StreamBuffer(std::size_t bytes, void* stream);
+  ~StreamBuffer();
+  StreamBuffer(const StreamBuffer&) = delete;
+  StreamBuffer& operator=(const StreamBuffer&) = delete;
+
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  void* data_ = nullptr;
+  void* stream_ = nullptr;
 };
 
 void copy_to_device(void* device_destination, const void* host_source, std::size_t bytes);

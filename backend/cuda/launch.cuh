@@ -32,6 +32,22 @@ __device__ Real* history_row(const BackwardResult<Real>& result, index_t b) {
                                             : nullptr;
 }
 
+// How the tiles hold a slice's matrices. transposed: every input is loaded transposed and the
+// output stored transposed back (staging.cuh, copy_tiles), so that a body written for one side
+// of a problem solves the other: rows_first is columns_first on M^T, transposed, and a plain
+// system that eliminates the rows takes R^T when R's columns are the exact side.
+enum class TileOrientation { as_stored, transposed };
+
+// Calls f(std::integral_constant<TileOrientation, ...>{}) with transposed when asked: a body
+// that can run either way is compiled both ways.
+template <class F>
+void with_orientation(bool transposed, F&& f) {
+  if (transposed)
+    f(std::integral_constant<TileOrientation, TileOrientation::transposed>{});
+  else
+    f(std::integral_constant<TileOrientation, TileOrientation::as_stored>{});
+}
+
 namespace detail {
 
 // One team per matrix; each block works through the slices of `teams` matrices blockIdx.x,
@@ -40,8 +56,8 @@ namespace detail {
 // in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0 (the body writes
 // its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
 // it when status is not null. Each team gets storage_reals (a multiple of 4) of scratch,
-// team.storage().
-template <class Real, class Shape, class Body>
+// team.storage(). orientation: the tiles hold the matrices as stored or transposed.
+template <class Real, class Shape, TileOrientation orientation, class Body>
 __global__ void __launch_bounds__(team_block_threads)
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                 std::int32_t* iterations, index_t batch, int n, int storage_reals, bool staged,
@@ -63,6 +79,7 @@ __global__ void __launch_bounds__(team_block_threads)
   Real* staging1 = staging0 + layout.staging_reals(teams);
   const index_t slices = (batch + teams - 1) / teams;
   const index_t nn = index_t(n) * n;
+  constexpr bool transposed = orientation == TileOrientation::transposed;
   const auto slice_size = [&](index_t slice) {
     return static_cast<int>(batch - slice * teams < teams ? batch - slice * teams : teams);
   };
@@ -88,9 +105,9 @@ __global__ void __launch_bounds__(team_block_threads)
       from1 = staging1;
     }
     __syncthreads();  // the staged slice has landed; the last slice's tiles are stored
-    copy_tiles<Real, true, Shape::N>(tiles0, tile_reals, stride, from0, count, n);
+    copy_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride, from0, count, n);
     if (in1 != nullptr)
-      copy_tiles<Real, true, Shape::N>(tiles1, tile_reals, stride, from1, count, n);
+      copy_tiles<Real, true, Shape::N, transposed>(tiles1, tile_reals, stride, from1, count, n);
     __syncthreads();  // tiles complete, staging free
     const index_t next = slice + gridDim.x;
     if (staged && next < slices) stage(next);
@@ -107,8 +124,8 @@ __global__ void __launch_bounds__(team_block_threads)
       }
     }
     __syncthreads();
-    copy_tiles<Real, false, Shape::N>(tiles1, tile_reals, stride, out + slice * teams * nn, count,
-                                      n);
+    copy_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride,
+                                                  out + slice * teams * nn, count, n);
     if (next >= slices) break;
     slice = next;
   }
@@ -125,14 +142,16 @@ std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inpu
 // Runs body on every matrix of a batch (device pointers, row-major [B][n][n]) with
 // storage_reals of team storage, in one launch of as many blocks as fit on the device at once.
 // Shape must match n (with_team_shape); throws Error when a team's tiles and storage exceed a
-// block's shared memory. The launch goes to `stream` and returns without waiting.
-template <class Real, class Shape, class Body>
+// block's shared memory. The launch goes to `stream` and returns without waiting. orientation
+// transposed: body sees every input transposed and its output is stored transposed back.
+template <class Real, class Shape, TileOrientation orientation = TileOrientation::as_stored,
+          class Body>
 void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                   std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
                   int storage_reals = 0, cudaStream_t stream = nullptr) {
   if (batch <= 0) return;
   storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
-  auto kernel = &detail::team_kernel<Real, Shape, Body>;
+  auto kernel = &detail::team_kernel<Real, Shape, orientation, Body>;
   const bool staged = detail::staging_or_override(staging) == Staging::on;
   int device = 0;
   SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));

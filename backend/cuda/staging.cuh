@@ -30,8 +30,10 @@ __device__ void stage_async(Real* staging, const Real* global, int total) {
 // Moves count matrices between contiguous n x n storage (shared staging, or global memory) and
 // padded tiles (tile m starts at tiles + m * tile_reals), with 16-byte accesses to the
 // contiguous side when n allows. to_tiles: contiguous -> tiles, else tiles -> contiguous
-// (streaming stores: the output is not read again).
-template <class Real, bool to_tiles, int fixed_n>
+// (streaming stores: the output is not read again). transposed: entry (i, j) of the contiguous
+// side is entry (j, i) of its tile, so that a kernel works on the transposed matrices and
+// stores its output transposed back, with no copy in global memory.
+template <class Real, bool to_tiles, int fixed_n, bool transposed = false>
 __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contiguous, int count,
                            int n) {
   if constexpr (fixed_n > 0) n = fixed_n;
@@ -39,9 +41,11 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contig
   using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
   // Unsigned index arithmetic: a signed division by a constant costs twice the instructions.
   const unsigned un = n, nn = un * un, total = unsigned(count) * nn;
+  // The tile distance between consecutive entries of a contiguous row.
+  const unsigned along = transposed ? unsigned(stride) : 1u;
   const auto tile_entry = [&](unsigned e) {  // entry e of the contiguous side, in its tile
     const unsigned m = e / nn, r = e - m * nn, row = r / un, col = r - row * un;
-    return tiles + m * tile_reals + row * stride + col;
+    return tiles + m * tile_reals + (transposed ? col * stride + row : row * stride + col);
   };
   const bool vectorised = n % vec == 0 && reinterpret_cast<std::uintptr_t>(contiguous) % 16 == 0;
   if (vectorised) {
@@ -54,10 +58,10 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contig
         static_assert(sizeof(Vec16) == sizeof(part));
         memcpy(part, &v, sizeof(v));
 #pragma unroll
-        for (int q = 0; q < vec; ++q) t[q] = part[q];
+        for (int q = 0; q < vec; ++q) t[q * along] = part[q];
       } else {
 #pragma unroll
-        for (int q = 0; q < vec; ++q) part[q] = t[q];
+        for (int q = 0; q < vec; ++q) part[q] = t[q * along];
         Vec16 v;
         memcpy(&v, part, sizeof(v));
         __stcs(c, v);

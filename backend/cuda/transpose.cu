@@ -22,15 +22,17 @@ __global__ void transpose_kernel(const Real* in, Real* out, index_t batch, int n
 }  // namespace
 
 template <class Real>
-void transpose_each_matrix(const Real* in, Real* out, index_t batch, int n) {
+void transpose_each_matrix(const Real* in, Real* out, index_t batch, int n, void* stream) {
   const index_t total = batch * index_t(n) * n;
   if (total == 0) return;
   const index_t blocks = std::min<index_t>((total + 255) / 256, 65535);
-  transpose_kernel<Real><<<static_cast<unsigned>(blocks), 256>>>(in, out, batch, n);
+  transpose_kernel<Real>
+      <<<static_cast<unsigned>(blocks), 256, 0, static_cast<cudaStream_t>(stream)>>>(in, out, batch,
+                                                                                     n);
   SINKGRAD_CUDA_CHECK_LAUNCH("the batch transpose kernel");
 }
 
-template void transpose_each_matrix(const float*, float*, index_t, int);
-template void transpose_each_matrix(const double*, double*, index_t, int);
+template void transpose_each_matrix(const float*, float*, index_t, int, void*);
+template void transpose_each_matrix(const double*, double*, index_t, int, void*);
 
 }  // namespace sinkgrad::cuda

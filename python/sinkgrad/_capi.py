@@ -10,6 +10,7 @@ import threading
 
 CPU, CUDA = 0, 1
 FLOAT32, FLOAT64 = 4, 8
+DEFAULT_CONVENTION = ("columns_first", 0.0)
 STATUS_NAMES = ("ok", "not_converged", "breakdown", "invalid_input", "ill_conditioned")
 
 
@@ -38,12 +39,15 @@ class Library:
         except OSError as error:
             raise SinkgradError(f"cannot load libsinkgrad_c from {path}: {error}") from None
         p, i32, i64, s = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_char_p
+        d = ctypes.c_double
         signatures = {
             "sinkgrad_last_error": (s, []),
-            "sinkgrad_forward": (i32, [i32, i32, i64, i32, i32, p, p]),
-            "sinkgrad_solve": (i32, [s, s, i32, i32, i64, i32, i32, p, p, p, p, p, p]),
-            "sinkgrad_forward_async": (i32, [i32, i64, i32, i32, p, p, p]),
-            "sinkgrad_solve_async": (i32, [s, s, i32, i64, i32, i32, p, p, p, p, p, p, p]),
+            "sinkgrad_forward_convention": (i32, [i32, i32, i64, i32, i32, s, d, p, p]),
+            "sinkgrad_solve_convention": (i32, [s, s, i32, i32, i64, i32, i32, s, d, p, p, p,
+                                                p, p, p]),
+            "sinkgrad_forward_convention_async": (i32, [i32, i64, i32, i32, s, d, p, p, p]),
+            "sinkgrad_solve_convention_async": (i32, [s, s, i32, i64, i32, i32, s, d, p, p, p,
+                                                      p, p, p, p]),
             "sinkgrad_check_solver": (i32, [s, s, i32, i32]),
             "sinkgrad_load_plugin": (i32, [s]),
             "sinkgrad_has_cuda": (i32, []),
@@ -60,23 +64,32 @@ class Library:
     def has_cuda(self):
         return bool(self._lib.sinkgrad_has_cuda())
 
-    def forward(self, device, dtype, batch, n, T, logits, R):
-        self._check(self._lib.sinkgrad_forward(device, dtype, batch, n, T, logits, R))
+    # convention: (name, eps) as the C ABI's *_convention functions take them (docs/math.md,
+    # "Forward conventions"); the default is the seeds' columns_first without eps.
+    def forward(self, device, dtype, batch, n, T, logits, R, convention=DEFAULT_CONVENTION):
+        name, eps = convention
+        self._check(self._lib.sinkgrad_forward_convention(device, dtype, batch, n, T,
+                                                          name.encode(), eps, logits, R))
 
-    def forward_async(self, dtype, batch, n, T, logits, R, stream):
-        self._check(self._lib.sinkgrad_forward_async(dtype, batch, n, T, logits, R, stream))
+    def forward_async(self, dtype, batch, n, T, logits, R, stream,
+                      convention=DEFAULT_CONVENTION):
+        name, eps = convention
+        self._check(self._lib.sinkgrad_forward_convention_async(dtype, batch, n, T, name.encode(),
+                                                                eps, logits, R, stream))
 
     def solve(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad, status,
-              iterations):
-        self._check(self._lib.sinkgrad_solve(solver.encode(), options.encode(), device, dtype,
-                                             batch, n, T, logits, R, G, grad, status,
-                                             iterations))
+              iterations, convention=DEFAULT_CONVENTION):
+        name, eps = convention
+        self._check(self._lib.sinkgrad_solve_convention(
+            solver.encode(), options.encode(), device, dtype, batch, n, T, name.encode(), eps,
+            logits, R, G, grad, status, iterations))
 
     def solve_async(self, solver, options, dtype, batch, n, T, logits, R, G, grad, status,
-                    iterations, stream):
-        self._check(self._lib.sinkgrad_solve_async(solver.encode(), options.encode(), dtype,
-                                                   batch, n, T, logits, R, G, grad, status,
-                                                   iterations, stream))
+                    iterations, stream, convention=DEFAULT_CONVENTION):
+        name, eps = convention
+        self._check(self._lib.sinkgrad_solve_convention_async(
+            solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
+            G, grad, status, iterations, stream))
 
     def check_solver(self, solver, options, device, dtype):
         self._check(self._lib.sinkgrad_check_solver(solver.encode(), options.encode(), device,

@@ -5,34 +5,44 @@ PyTorch's allocator, so the calls can be captured into a CUDA graph. With torch 
 functions are also registered as torch.library custom ops (sinkgrad/_ops.py)."""
 import torch
 
-from sinkgrad._capi import CPU, CUDA, STATUS_NAMES, SinkgradError, library
+from sinkgrad._capi import (CPU, CUDA, DEFAULT_CONVENTION, STATUS_NAMES, SinkgradError,
+                            library)
 
 
 def _dtype_code(tensor):
     return 4 if tensor.dtype == torch.float32 else 8
 
 
-def _stream(tensor):
-    return torch.cuda.current_stream(tensor.device).cuda_stream
+def _on_device(tensor, call):
+    """call(stream) with the tensor's device current (the library launches on the current
+    device) and PyTorch's current stream of that device; the device switch is skipped when it
+    is current already (it costs host time on every call)."""
+    index = tensor.device.index
+    if index == torch.cuda.current_device():
+        return call(torch.cuda.current_stream(index).cuda_stream)
+    with torch.cuda.device(index):
+        return call(torch.cuda.current_stream(index).cuda_stream)
 
 
-def forward(logits, iterations):
-    """R = Sinkhorn_T(exp(logits)) of the library's forward (columns, then rows, T times)."""
+def forward(logits, iterations, convention=DEFAULT_CONVENTION):
+    """R of the library's forward of `convention`, (name, eps): columns_first (exp(logits),
+    columns then rows, T times), rows_first or tilekernels."""
     R = torch.empty_like(logits)
     batch, n = logits.shape[0], logits.shape[-1]
     lib = library()
     if logits.is_cuda:
-        with torch.cuda.device(logits.device):
-            lib.forward_async(_dtype_code(logits), batch, n, iterations, logits.data_ptr(),
-                              R.data_ptr(), _stream(logits))
+        _on_device(logits, lambda stream: lib.forward_async(
+            _dtype_code(logits), batch, n, iterations, logits.data_ptr(), R.data_ptr(), stream,
+            convention))
     else:
         lib.forward(CPU, _dtype_code(logits), batch, n, iterations, logits.data_ptr(),
-                    R.data_ptr())
+                    R.data_ptr(), convention)
     return R
 
 
-def solve(logits, R, grad_output, iterations, solver, options):
-    """(dL/dM, status, iterations) of one solver; status and iterations are int32 (B,)."""
+def solve(logits, R, grad_output, iterations, solver, options, convention=DEFAULT_CONVENTION):
+    """(dL/dM, status, iterations) of one solver for R made by the forward of `convention`;
+    status and iterations are int32 (B,)."""
     batch, n = R.shape[0], R.shape[-1]
     grad = torch.empty_like(R)
     status = torch.empty(batch, dtype=torch.int32, device=R.device)
@@ -41,11 +51,11 @@ def solve(logits, R, grad_output, iterations, solver, options):
     pointers = (logits.data_ptr(), R.data_ptr(), grad_output.data_ptr(), grad.data_ptr(),
                 status.data_ptr(), steps.data_ptr())
     if R.is_cuda:
-        with torch.cuda.device(R.device):
-            lib.solve_async(solver, options, _dtype_code(R), batch, n, iterations, *pointers,
-                            _stream(R))
+        _on_device(R, lambda stream: lib.solve_async(solver, options, _dtype_code(R), batch, n,
+                                                     iterations, *pointers, stream, convention))
     else:
-        lib.solve(solver, options, CPU, _dtype_code(R), batch, n, iterations, *pointers)
+        lib.solve(solver, options, CPU, _dtype_code(R), batch, n, iterations, *pointers,
+                  convention)
     return grad, status, steps
 
 
@@ -62,26 +72,28 @@ def failure_message(solver, status):
             f"failed ({reasons})")
 
 
-def backward(logits, R, grad_output, iterations, solver, options, on_failure):
+def backward(logits, R, grad_output, iterations, solver, options, on_failure,
+             convention=DEFAULT_CONVENTION):
     """solve() and then the on_failure policy: "keep" leaves failed matrices as the solver wrote
     them; "unrolled" recomputes them with the unrolled solver (on the cpu only those; on CUDA
     the whole batch, selected per matrix, so that nothing waits for the GPU); "raise" waits for
     the statuses and raises SolveFailure when any is not ok. status and iterations stay the
     first solver's, so that they say which matrices were recomputed."""
-    grad, status, steps = solve(logits, R, grad_output, iterations, solver, options)
+    grad, status, steps = solve(logits, R, grad_output, iterations, solver, options, convention)
     if on_failure == "raise":
         if bool((status != 0).any()):
             raise SolveFailure(failure_message(solver, status))
     elif on_failure == "unrolled" and solver != "unrolled":
         failed = status != 0
         if grad.is_cuda:
-            exact, _, _ = solve(logits, R, grad_output, iterations, "unrolled", "")
+            exact, _, _ = solve(logits, R, grad_output, iterations, "unrolled", "", convention)
             grad = torch.where(failed[:, None, None], exact, grad)
         else:
             which = failed.nonzero().flatten()
             if which.numel() > 0:
                 exact, _, _ = solve(logits[which].contiguous(), R[which].contiguous(),
-                                    grad_output[which].contiguous(), iterations, "unrolled", "")
+                                    grad_output[which].contiguous(), iterations, "unrolled", "",
+                                    convention)
                 grad[which] = exact
     return grad, status, steps
 

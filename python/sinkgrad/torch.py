@@ -8,9 +8,13 @@ sinkgrad solver, on the cpu and on CUDA (docs/pytorch.md).
 Half-precision logits (bfloat16, float16) are computed in float32 and R is cast back, as the
 production mHC kernels do. On CUDA the layer runs on PyTorch's current stream, never waits for
 the GPU (unless on_failure="raise") and allocates only through PyTorch, so it can be captured
-into a CUDA graph; with torch >= 2.4 its library calls are custom ops that torch.compile
-traces without a graph break.
+into a CUDA graph. Every forward convention of the library runs (forward=, eps=): the backward
+differentiates the forward that ran. torch.compile traces it through the custom ops of _ops.py
+(torch >= 2.4) without a graph break; eager calls use a plain autograd.Function.
 """
+import math
+import numbers
+
 import torch
 
 from sinkgrad import _kernels, _ops
@@ -25,7 +29,9 @@ _COMPUTE = {torch.float32: torch.float32, torch.float64: torch.float64,
             torch.bfloat16: torch.float32, torch.float16: torch.float32}
 _COMPUTE_NAME = {torch.float32: "float32", torch.float64: "float64",
                  torch.bfloat16: "float32", torch.float16: "float32"}
-FORWARDS = ("columns_first",)
+FORWARDS = ("columns_first", "rows_first", "tilekernels")
+# eps=None means the convention's own value (FORWARDS.md): tilekernels adds 1e-6, the others 0.
+_DEFAULT_EPS = {"columns_first": 0.0, "rows_first": 0.0, "tilekernels": 1e-6}
 ON_FAILURE = ("keep", "unrolled", "raise")
 
 
@@ -74,17 +80,18 @@ def _options_text(options):
 
 
 def _forward_convention(forward, eps):
-    """The one place where the forward convention meets the layer. The library runs every
-    convention (columns_first, rows_first, tilekernels, with eps: sinkgrad grad --forward, study
-    definitions, the C ABI's *_convention functions); this layer passes only the default down
-    so far, and refuses the others rather than differentiate a forward it did not run."""
-    if forward not in FORWARDS:
-        raise ValueError(f"sinkhorn: forward={forward!r} is not available in sinkgrad.torch yet "
-                         f"(available here: {', '.join(FORWARDS)}; the library's other "
-                         "conventions run through sinkgrad grad --forward and the C ABI)")
-    if eps != 0.0:
-        raise ValueError(f"sinkhorn: eps={eps!r} is not available in sinkgrad.torch yet: its "
-                         "columns_first forward has no epsilon (eps=0.0)")
+    """(name, eps) of the forward the layer runs and differentiates (docs/math.md, "Forward
+    conventions"); refuses an unknown name or an eps that is not a finite number >= 0."""
+    if not isinstance(forward, str) or forward not in FORWARDS:
+        raise ValueError(f"sinkhorn: forward={forward!r} is not a forward convention (use "
+                         f"{', '.join(FORWARDS)})")
+    if eps is None:
+        return forward, _DEFAULT_EPS[forward]
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"sinkhorn: eps must be a number or None, got {type(eps).__name__}")
+    if not math.isfinite(eps) or eps < 0:
+        raise ValueError(f"sinkhorn: eps must be finite and >= 0, got {eps!r}")
+    return forward, float(eps)
 
 
 def _constant_result(function):
@@ -113,52 +120,57 @@ def _check_solver(backward, options, device_type, dtype_name):
     return True
 
 
-def _forward(ctx, logits, iterations, backward, options, on_failure, stats):
+def _forward(ctx, logits, iterations, backward, options, on_failure, stats, convention):
     n = logits.shape[-1]
     M = logits.to(_COMPUTE[logits.dtype]).reshape(-1, n, n).contiguous()
-    R = _ops.forward(M, iterations)
+    R = _kernels.forward(M, iterations, convention)
     ctx.save_for_backward(M, R)
-    ctx.setup = (logits.shape, logits.dtype, iterations, backward, options, on_failure, stats)
+    ctx.setup = (logits.shape, logits.dtype, iterations, backward, options, on_failure, stats,
+                 convention)
     return R.view(logits.shape).to(logits.dtype)
 
 
 def _backward(ctx, grad_R):
-    shape, dtype, iterations, backward, options, on_failure, stats = ctx.setup
+    shape, dtype, iterations, backward, options, on_failure, stats, convention = ctx.setup
     M, R = ctx.saved_tensors
     G = grad_R.to(R.dtype).reshape(R.shape).contiguous()
-    grad, status, steps = _ops.backward(M, R, G, iterations, backward, options, on_failure)
+    grad, status, steps = _kernels.backward(M, R, G, iterations, backward, options, on_failure,
+                                            convention)
     if stats is not None:
         stats.status = status.view(shape[:-2])
         stats.iterations = steps.view(shape[:-2])
-    return grad.view(shape).to(dtype), None, None, None, None, None
+    return grad.view(shape).to(dtype), None, None, None, None, None, None
 
 
 class _Sinkhorn(torch.autograd.Function):
+    """The eager layer: the library called directly, no custom-op dispatch."""
     forward = staticmethod(_forward)
-    # The custom op has no derivative, so a double backward fails there; without custom ops,
-    # once_differentiable makes it fail instead of giving a silently wrong second derivative.
-    backward = staticmethod(_backward if _ops.CUSTOM_OPS
-                            else torch.autograd.function.once_differentiable(_backward))
+    # once_differentiable: a second derivative fails instead of being silently wrong.
+    backward = staticmethod(torch.autograd.function.once_differentiable(_backward))
 
 
-def _run_eagerly(function):
-    """torch.compile runs the layer eagerly (a graph break; fullgraph=True refuses it loudly):
-    its custom ops traced by aot_eager gave wrong gradients on torch 2.11, so until that is
-    solved the compiled graph never holds them."""
-    disable = getattr(getattr(torch, "compiler", None), "disable", None)
-    return disable(function) if disable is not None else function
+def _compiled(logits, iterations, backward, options, on_failure, convention):
+    """The layer as torch.compile traces it: casts and reshapes in torch, the library calls as
+    the custom ops of _ops.py (their registered autograd gives the backward)."""
+    n = logits.shape[-1]
+    M = logits.to(_COMPUTE[logits.dtype]).reshape(-1, n, n).contiguous()
+    R = _ops.sinkhorn(M, iterations, backward, options, on_failure, *convention)
+    return R.view(logits.shape).to(logits.dtype)
 
 
-@_run_eagerly
 def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="columns_first",
-             eps=0.0, stats=None, on_failure="keep"):
+             eps=None, stats=None, on_failure="keep"):
     """R = Sinkhorn_T(exp(logits)) over the last two dims, differentiable w.r.t. logits.
 
     logits: (..., n, n), float32 / float64 / bfloat16 / float16, cpu or CUDA, any strides.
     iterations: T >= 1. backward: a registered solver name (built-in: unrolled, cg_plain,
     cg_corrected, direct; plugins after load_plugin). options: a dict passed to the solver as
-    --option key=value is. forward, eps: the forward convention (only "columns_first", eps=0
-    today). stats: a SolveStats to receive the backward's per-matrix status and iterations.
+    --option key=value is. forward: the forward convention, "columns_first" (exp(logits), T times
+    columns then rows), "rows_first" (TransformerEngine: rows then columns) or "tilekernels"
+    (DeepSeek TileKernels: softmax_rows(logits) + eps, columns, then T - 1 times rows and
+    columns); the backward differentiates the forward chosen. eps: added to every normalising
+    denominator, X / (X.sum(axis) + eps), finite and >= 0; None is the convention's own (1e-6
+    for tilekernels, 0 for the others). stats: a SolveStats to receive the backward's per-matrix status and iterations.
     on_failure: "keep" (failed matrices keep what the solver wrote: NaN, or the last CG
     iterate), "unrolled" (they are recomputed by the unrolled solver), "raise" (SolveFailure
     naming how many failed and why; waits for the GPU). Bad names, options or dtypes raise
@@ -182,10 +194,18 @@ def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="
                          f"{', '.join(ON_FAILURE)}")
     if stats is not None and not isinstance(stats, SolveStats):
         raise TypeError("sinkhorn: stats must be a sinkgrad.torch.SolveStats or None")
-    _forward_convention(forward, eps)
+    convention = _forward_convention(forward, eps)
     options = _options_text(options)
     dtype_name = _COMPUTE_NAME[logits.dtype]
     _check_solver(backward, options, logits.device.type, dtype_name)
     if on_failure == "unrolled":
         _check_solver("unrolled", "", logits.device.type, dtype_name)
-    return _Sinkhorn.apply(logits, iterations, backward, options, on_failure, stats)
+    if _ops.is_compiling():
+        if not _ops.CUSTOM_OPS:
+            raise RuntimeError("sinkhorn: torch.compile needs torch >= 2.4 (torch.library "
+                               "custom ops with registered autograd)")
+        if stats is not None:
+            raise ValueError("sinkhorn: stats is not available under torch.compile (a custom "
+                             "op cannot fill a Python object); pass stats=None there")
+        return _compiled(logits, iterations, backward, options, on_failure, convention)
+    return _Sinkhorn.apply(logits, iterations, backward, options, on_failure, stats, convention)

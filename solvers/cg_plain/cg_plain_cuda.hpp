@@ -1,8 +1,10 @@
 #pragma once
 // The CUDA batch driver of `cg_plain` (solvers/cg_plain/cg_plain_math.hpp, one team of lanes
-// per matrix), for float and double, n <= 64.
-// Every pointer and view is CUDA device memory. The call launches on the legacy default stream
-// and returns without waiting: launch errors throw sinkgrad::Error at once, errors while the
+// per matrix), for float and double, n <= 64, on the exact side of R: after a forward whose last
+// step normalised columns the system of R^T and G^T (solvers/implicit/exact_side.hpp), read
+// transposed by the kernel itself, so that nothing is allocated and nothing waits.
+// Every pointer and view is CUDA device memory. The call launches on the problem's stream and
+// returns without waiting: launch errors throw sinkgrad::Error at once, errors while the
 // kernel runs surface at the next checked synchronising call (cuda::synchronize). Compiled only
 // when the build has CUDA (SINKGRAD_WITH_CUDA).
 

@@ -6,7 +6,6 @@
 #include "core/solver_variants.hpp"
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_plain/cg_plain_math.hpp"
-#include "solvers/implicit/exact_side.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
 #endif
@@ -32,23 +31,29 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
     const auto settings = cg_settings<Real>(options(), auto_iterations(n));
-    solve_on_exact_rows_cpu(problem, result, [&](const auto& p, const auto& r) {
+    // The exact side (solvers/implicit/exact_side.hpp): R^T and G^T, read transposed in place,
+    // when the forward's last step normalised columns.
+    const auto solve_with = [&](auto matrices) {
+      using Matrices = decltype(matrices);
       solve_each_matrix_with_team(
-          r, p.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
-            const math::CpuMatrices<Real> mats{p.forward_output.matrix(b), p.grad_output.matrix(b),
-                                               r.grad_logits.matrix(b), n};
+          result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
+            const Matrices mats{problem.forward_output.matrix(b), problem.grad_output.matrix(b),
+                                result.grad_logits.matrix(b), n};
             return math::cg_plain_matrix(team, mats, system_, settings, history);
           });
-    });
+    };
+    if (last_step_normalises_columns(problem.forward.convention))
+      solve_with(math::CpuMatrices<Real, true>{});
+    else
+      solve_with(math::CpuMatrices<Real>{});
   }
 
 #if defined(SINKGRAD_WITH_CUDA)
   template <class Real>
   void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
-    solve_on_exact_rows_cuda(problem, result, [&](const auto& p, const auto& r) {
-      cuda::cg_plain(p, r, system_,
-                     cg_settings<Real>(options(), auto_iterations(problem.grad_output.n)));
-    });
+    // The kernel takes the exact side itself (it reads R and G transposed when it must).
+    cuda::cg_plain(problem, result, system_,
+                   cg_settings<Real>(options(), auto_iterations(problem.grad_output.n)));
   }
 #endif
 

@@ -48,7 +48,10 @@ void solve_on_exact_rows_cpu(const BackwardProblem<Real>& problem,
 }
 
 #if defined(SINKGRAD_WITH_CUDA)
-// The same with every batch in device memory.
+// The same with every batch in device memory, for the solvers whose kernels cannot read R and G
+// transposed themselves (the team kernels can: backend/cuda/launch.cuh, TileOrientation):
+// the copies live in scratch allocated and freed in the order of the problem's stream, and
+// the transposes run on it, so that nothing waits (solve_async's promise).
 template <class Real, class Solve>
 void solve_on_exact_rows_cuda(const BackwardProblem<Real>& problem,
                               const BackwardResult<Real>& result, Solve&& solve) {
@@ -56,9 +59,10 @@ void solve_on_exact_rows_cuda(const BackwardProblem<Real>& problem,
   const index_t batch = problem.grad_output.batch;
   const int n = problem.grad_output.n;
   const auto bytes = static_cast<std::size_t>(problem.grad_output.size()) * sizeof(Real);
-  cuda::DeviceBuffer R(bytes), G(bytes), grad(bytes);
-  cuda::transpose_each_matrix(problem.forward_output.data, R.as<Real>(), batch, n);
-  cuda::transpose_each_matrix(problem.grad_output.data, G.as<Real>(), batch, n);
+  cuda::StreamBuffer R(bytes, problem.stream), G(bytes, problem.stream),
+      grad(bytes, problem.stream);
+  cuda::transpose_each_matrix(problem.forward_output.data, R.as<Real>(), batch, n, problem.stream);
+  cuda::transpose_each_matrix(problem.grad_output.data, G.as<Real>(), batch, n, problem.stream);
   BackwardProblem<Real> transposed = problem;
   transposed.forward_output = {R.as<const Real>(), batch, n, MemorySpace::device};
   transposed.grad_output = {G.as<const Real>(), batch, n, MemorySpace::device};
@@ -66,9 +70,9 @@ void solve_on_exact_rows_cuda(const BackwardProblem<Real>& problem,
   BackwardResult<Real> transposed_result = result;
   transposed_result.grad_logits = {grad.as<Real>(), batch, n, MemorySpace::device};
   solve(transposed, transposed_result);
-  cuda::transpose_each_matrix(grad.as<const Real>(), result.grad_logits.data, batch, n);
-  cuda::synchronize("the plain system on the exact side");  // before the buffers are freed
-}
+  cuda::transpose_each_matrix(grad.as<const Real>(), result.grad_logits.data, batch, n,
+                              problem.stream);
+}  // the buffers are freed after the last transpose, in stream order
 #endif
 
 }  // namespace sinkgrad

@@ -2,7 +2,9 @@
 // solvers/unrolled/unrolled_team.hpp (one team of lanes per matrix, the replay's tape in
 // shared memory, backend/cuda/launch.cuh); above that the log-domain replay of
 // solvers/unrolled/unrolled_math.hpp, one thread per matrix with its potentials in shared
-// memory and the adjoint W in the gradient buffer itself.
+// memory and the adjoint W in the gradient buffer itself. rows_first without eps runs the team
+// form on the transposed tiles; the other conventions the log-domain replay of
+// solvers/unrolled/convention_unrolled.hpp, one thread per matrix.
 
 #include <string>
 
@@ -97,21 +99,12 @@ void unrolled_per_thread(const BackwardProblem<Real>& problem, const BackwardRes
                           UnrolledMatrix<Real>{problem, result, n, T, segment}, stream_of(problem));
 }
 
-}  // namespace
-
-template <class Real>
-void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
+// The team form for n <= 64; orientation transposed replays the default forward of M^T with
+// G^T and stores the gradient transposed back (rows_first without eps).
+template <class Real, TileOrientation orientation>
+void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
-  if (!is_default_forward(problem.forward)) {
-    const auto workspace = math::convention_unrolled_workspace(n, T);
-    if (workspace > static_cast<long long>(max_workspace_reals<Real>(1))) too_long(n, T);
-    return launch_per_matrix<Real>(
-        result, problem.grad_output.batch, static_cast<std::size_t>(workspace),
-        ConventionUnrolledMatrix<Real>{math::convention_forward<Real>(problem.forward), problem,
-                                       result, n, T});
-  }
-  if (n > math::max_team_n) return unrolled_per_thread(problem, result);
   with_team_shape<SmallMatrices::four_lanes>(n, [&](auto shape) {
     using Shape = decltype(shape);
     const int stride = Shape::cap;
@@ -125,11 +118,35 @@ void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
     }
     const long long tape = math::unrolled_workspace(stride, T, segment);
     if (tape * static_cast<long long>(sizeof(Real)) > 200 * 1024) too_long(n, T);
-    launch_teams<Real, Shape>(problem.logits.data, problem.grad_output.data,
-                              result.grad_logits.data, result.status, result.iterations,
-                              problem.grad_output.batch, n, UnrolledTeam<Real, Shape>{T, segment},
-                              Staging::on, static_cast<int>(tape), stream_of(problem));
+    launch_teams<Real, Shape, orientation>(
+        problem.logits.data, problem.grad_output.data, result.grad_logits.data, result.status,
+        result.iterations, problem.grad_output.batch, n, UnrolledTeam<Real, Shape>{T, segment},
+        Staging::on, static_cast<int>(tape), stream_of(problem));
   });
+}
+
+}  // namespace
+
+template <class Real>
+void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
+  const int n = problem.grad_output.n;
+  const int T = problem.forward_iterations;
+  const bool transposed = is_transposed_default_forward(problem.forward);
+  if (n <= math::max_team_n && (transposed || is_default_forward(problem.forward))) {
+    return with_orientation(transposed, [&](auto orientation) {
+      unrolled_teams<Real, decltype(orientation)::value>(problem, result);
+    });
+  }
+  if (!is_default_forward(problem.forward)) {
+    const auto workspace = math::convention_unrolled_workspace(n, T);
+    if (workspace > static_cast<long long>(max_workspace_reals<Real>(1))) too_long(n, T);
+    return launch_per_matrix<Real>(
+        result, problem.grad_output.batch, static_cast<std::size_t>(workspace),
+        ConventionUnrolledMatrix<Real>{math::convention_forward<Real>(problem.forward), problem,
+                                       result, n, T},
+        stream_of(problem));
+  }
+  unrolled_per_thread(problem, result);
 }
 
 template void unrolled(const BackwardProblem<float>&, const BackwardResult<float>&);

@@ -1,7 +1,8 @@
 // `unrolled`: exact reverse replay of the T forward steps, in team form for n <= 1024
 // (solvers/unrolled/unrolled_team.hpp), in the log domain one matrix at a time above
-// (solvers/unrolled/unrolled_math.hpp); every other forward convention by the log-domain replay
-// of solvers/unrolled/convention_unrolled.hpp, one matrix at a time.
+// (solvers/unrolled/unrolled_math.hpp); rows_first without eps by the same team form on the
+// transposed matrices; every other forward convention by the log-domain replay of
+// solvers/unrolled/convention_unrolled.hpp, one matrix at a time.
 
 #include "backend/cpu/batch_loop.hpp"
 #include "backend/cpu/team_loop.hpp"
@@ -25,6 +26,21 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
     const int T = problem.forward_iterations;
+    const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, T));
+    const auto replay_in_team_form = [&](auto matrices) {
+      using Matrices = decltype(matrices);
+      solve_each_matrix_with_team(
+          result, problem.grad_output.batch, n,
+          [&](const auto& team, index_t b, Real*) {
+            const Matrices mats{{problem.logits.matrix(b), problem.grad_output.matrix(b),
+                                 result.grad_logits.matrix(b), n}};
+            return math::unrolled_team<Real>(team, mats, T, T);
+          },
+          3 * static_cast<std::size_t>(n) * n, workspace);
+    };
+    // rows_first without eps: the default replay of M^T with G^T, read and written transposed.
+    if (is_transposed_default_forward(problem.forward) && n <= max_cpu_team_n)
+      return replay_in_team_form(math::CpuLogitMatrices<Real, true>{});
     if (!is_default_forward(problem.forward)) {
       const auto convention = math::convention_forward<Real>(problem.forward);
       solve_each_matrix_on_cpu(result, problem.grad_output.batch,
@@ -37,19 +53,7 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
                                });
       return;
     }
-    const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, T));
-    if (n <= max_cpu_team_n) {
-      solve_each_matrix_with_team(
-          result, problem.grad_output.batch, n,
-          [&](const auto& team, index_t b, Real*) {
-            const math::CpuLogitMatrices<Real> mats{{problem.logits.matrix(b),
-                                                     problem.grad_output.matrix(b),
-                                                     result.grad_logits.matrix(b), n}};
-            return math::unrolled_team<Real>(team, mats, T, T);
-          },
-          3 * static_cast<std::size_t>(n) * n, workspace);
-      return;
-    }
+    if (n <= max_cpu_team_n) return replay_in_team_form(math::CpuLogitMatrices<Real>{});
     solve_each_matrix_on_cpu(
         result, problem.grad_output.batch, workspace, [&](index_t b, Real* work, Real*) {
           return math::unrolled_backward_matrix(problem.logits.matrix(b),

@@ -12,8 +12,11 @@
 //
 //   sinkgrad_bench_cuda [--benchmark_filter=cg_corrected] [--benchmark_format=json ...]
 //
-// SINKGRAD_BENCH_FORWARD=NAME[:EPS] (e.g. rows_first, tilekernels:1e-6) runs the forward, the
-// R every solver is given and unrolled for that forward convention instead of the default.
+// The forward, unrolled and the plain systems (whose path depends on the convention: the exact
+// side) also run for rows_first, rows_first with eps = 1e-8 and tilekernels (eps = 1e-6),
+// named e.g. "forward[rows_first]/n8/f32", so that their speed is printed beside
+// columns_first's. SINKGRAD_BENCH_FORWARD=NAME[:EPS] (e.g. rows_first, tilekernels:1e-6) runs
+// every kernel for that forward convention instead, and only for it.
 
 #pragma nv_diag_suppress 554  // BatchView<const T>'s self-conversion (core/batch.hpp)
 
@@ -185,7 +188,8 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
 }
 
 template <class Real>
-void bench(benchmark::State& state, const std::string& name, Kernel kernel, int n) {
+void bench(benchmark::State& state, const std::string& name, Kernel kernel, int n,
+           const ForwardSpec& spec) {
   const index_t batch = bench_batch();
   const index_t count = batch * n * n;
   const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(Real);
@@ -206,10 +210,10 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
     if (set.R.data() != nullptr) {
       const BatchView<const Real> M{set.M.as<const Real>(), batch, n, MemorySpace::device};
       const BatchView<Real> R{set.R.as<Real>(), batch, n, MemorySpace::device};
-      if (is_default_forward(bench_forward()))
+      if (is_default_forward(spec))
         cuda::sinkhorn_forward<Real>(M, forward_iterations, R, nullptr);
       else
-        cuda::convention_forward<Real>(M, forward_iterations, R, nullptr, nullptr, bench_forward());
+        cuda::convention_forward<Real>(M, forward_iterations, R, nullptr, nullptr, spec);
     }
   }
   cuda::DeviceBuffer grad(bytes), status(batch * sizeof(SolveStatus)),
@@ -223,7 +227,7 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
                                  {set.R.as<const Real>(), batch, n, MemorySpace::device},
                                  {set.G.as<const Real>(), batch, n, MemorySpace::device},
                                  forward_iterations,
-                                 bench_forward()};
+                                 spec};
   };
   run_kernel<Real>(kernel, problem_of(0), result);  // warm-up (module load, attributes)
   cuda::synchronize(kernel_name(kernel));
@@ -257,6 +261,18 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
   rows().push_back({name, ms, gbs});
 }
 
+// "" for the default forward, else "[rows_first]", "[tilekernels:1e-06]", ...
+std::string convention_label(const ForwardSpec& spec) {
+  if (is_default_forward(spec)) return "";
+  std::string label = "[" + std::string(to_string(spec.convention));
+  if (spec.eps != 0) {
+    char eps[32];
+    std::snprintf(eps, sizeof(eps), ":%.0e", spec.eps);
+    label += eps;
+  }
+  return label + "]";
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("copy/device_to_device",
                                [](benchmark::State& state) {
@@ -268,22 +284,38 @@ void register_all() {
   const Kernel kernels[] = {Kernel::forward,        Kernel::unrolled,     Kernel::cg_plain_schur,
                             Kernel::cg_plain_block, Kernel::cg_corrected, Kernel::direct_corrected,
                             Kernel::direct_plain};
-  for (Kernel kernel : kernels)
-    for (int n : {4, 8, 16, 32}) {
-      if (kernel == Kernel::direct_plain && n > 16) continue;  // Jacobi: O(n^3) per sweep
-      for (int precision = 0; precision < 2; ++precision) {
-        const std::string name = std::string(kernel_name(kernel)) + "/n" + std::to_string(n) +
-                                 (precision == 0 ? "/f32" : "/f64");
-        benchmark::internal::Benchmark* b = nullptr;
-        if (precision == 0)
-          b = benchmark::RegisterBenchmark(name.c_str(), [name, kernel, n](benchmark::State& s) {
-            bench<float>(s, name, kernel, n);
-          });
-        else
-          b = benchmark::RegisterBenchmark(name.c_str(), [name, kernel, n](benchmark::State& s) {
-            bench<double>(s, name, kernel, n);
-          });
-        b->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(8);
+  // The other conventions for the kernels whose path depends on them.
+  const bool one_forward = std::getenv("SINKGRAD_BENCH_FORWARD") != nullptr;
+  std::vector<ForwardSpec> specs{bench_forward()};
+  if (!one_forward)
+    for (const ForwardSpec& spec : {ForwardSpec{ForwardConvention::rows_first, 0.0},
+                                    ForwardSpec{ForwardConvention::rows_first, 1e-8},
+                                    ForwardSpec{ForwardConvention::tilekernels, 1e-6}})
+      specs.push_back(spec);
+  for (const ForwardSpec& spec : specs)
+    for (Kernel kernel : kernels) {
+      const bool depends_on_convention = kernel == Kernel::forward || kernel == Kernel::unrolled ||
+                                         kernel == Kernel::cg_plain_schur ||
+                                         kernel == Kernel::direct_plain;
+      if (!one_forward && !is_default_forward(spec) && !depends_on_convention) continue;
+      for (int n : {4, 8, 16, 32}) {
+        if (kernel == Kernel::direct_plain && n > 16) continue;  // Jacobi: O(n^3) per sweep
+        for (int precision = 0; precision < 2; ++precision) {
+          const std::string name = std::string(kernel_name(kernel)) + convention_label(spec) +
+                                   "/n" + std::to_string(n) + (precision == 0 ? "/f32" : "/f64");
+          benchmark::internal::Benchmark* b = nullptr;
+          if (precision == 0)
+            b = benchmark::RegisterBenchmark(name.c_str(),
+                                             [name, kernel, n, spec](benchmark::State& s) {
+                                               bench<float>(s, name, kernel, n, spec);
+                                             });
+          else
+            b = benchmark::RegisterBenchmark(name.c_str(),
+                                             [name, kernel, n, spec](benchmark::State& s) {
+                                               bench<double>(s, name, kernel, n, spec);
+                                             });
+          b->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(8);
+        }
       }
     }
 }

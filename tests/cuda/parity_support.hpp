@@ -103,9 +103,11 @@ struct Outputs {
   int history_stride = 0;
 };
 
-// Solves on `device`; host-resident batches (staged by the library on cuda).
+// Solves on `device`; host-resident batches (staged by the library on cuda). spec: the forward
+// convention that produced in.R.
 template <class Real>
-Outputs<Real> solve_on(const BackwardSolver& solver, const Inputs<Real>& in, Device device) {
+Outputs<Real> solve_on(const BackwardSolver& solver, const Inputs<Real>& in, Device device,
+                       const ForwardSpec& spec = {}) {
   const index_t batch = in.R.batch();
   const int n = in.R.n();
   Outputs<Real> out;
@@ -114,7 +116,7 @@ Outputs<Real> solve_on(const BackwardSolver& solver, const Inputs<Real>& in, Dev
   out.iterations.assign(static_cast<std::size_t>(batch), -1);
   out.history_stride = solver.history_length(n, precision_of<Real>());
   out.history.assign(static_cast<std::size_t>(batch * out.history_stride), Real(-7));
-  BackwardProblem<Real> problem{in.M.view(), in.R.view(), in.G.view(), in.T};
+  BackwardProblem<Real> problem{in.M.view(), in.R.view(), in.G.view(), in.T, spec};
   BackwardResult<Real> result;
   result.grad_logits = out.grad.view();
   result.status = out.status.data();

@@ -8,19 +8,10 @@
 #include "backend/cuda/check.hpp"
 #include "forward/sinkhorn_forward.hpp"
 #include "tests/cuda/parity_support.hpp"
+#include "tests/cuda/side_stream.hpp"
 
 namespace sinkgrad::testing {
 namespace {
-
-// A non-blocking stream: no implicit ordering with the legacy default stream, so a launch
-// that ignored it would race with the copies below.
-struct Stream {
-  cudaStream_t handle = nullptr;
-  Stream() { SINKGRAD_CUDA_CHECK(cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking)); }
-  ~Stream() { cudaStreamDestroy(handle); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-};
 
 template <class Real>
 void check_on_stream(const SolverCase& solver_case) {
@@ -29,7 +20,7 @@ void check_on_stream(const SolverCase& solver_case) {
   const int n = 8;
   const index_t batch = 3000;
   const Inputs<Real> in = make_inputs<Real>(rng, batch, n, 20, /*bad_matrices=*/true);
-  const Stream stream;
+  const SideStream stream;
 
   cuda::DeviceBatch<Real> M(in.M), R(batch, n), G(in.G), grad(batch, n);
   cuda::DeviceBuffer status(batch * sizeof(SolveStatus)), iterations(batch * sizeof(std::int32_t));

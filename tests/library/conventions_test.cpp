@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -215,6 +216,67 @@ TEST(Conventions, RowsFirstIsTheTransposedColumnsFirstForEverySolver) {
           EXPECT_LE(worst, 1e-9 * norm);
         }
       }
+    }
+}
+
+// rows_first without eps runs the default team forms on the transposed matrices, and the plain
+// CG on the exact side reads R and G transposed in place (core/forward_spec.hpp,
+// math::CpuMatrices<Real, true>): the same numbers in the same order as the default run on
+// explicitly transposed batches, so the same bits, poisoned matrices included. (The CUDA team
+// kernels do the same on transposed tiles: tests/cuda/transposed_tiles_test.cpp.)
+template <class Real>
+void expect_same_bits(const HostBatch<Real>& a, const HostBatch<Real>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (index_t k = 0; k < a.size(); ++k)
+    ASSERT_EQ(std::memcmp(&a.data()[k], &b.data()[k], sizeof(Real)), 0) << "entry " << k;
+}
+
+template <class Real>
+void check_transposed_default(int n, int T) {
+  SCOPED_TRACE("n " + std::to_string(n) + " T " + std::to_string(T) + " " +
+               (sizeof(Real) == 8 ? "f64" : "f32"));
+  auto rng = make_rng(static_cast<std::uint64_t>(1610 + 31 * n + T));
+  auto M = convert<Real>(normal_batch<double>(rng, 5, n, 2.0));
+  auto G = convert<Real>(normal_batch<double>(rng, 5, n, 1.0));
+  M(1, 0, n - 1) = std::numeric_limits<Real>::quiet_NaN();
+  G(3, n - 1, 0) = std::numeric_limits<Real>::infinity();
+  const auto Mt = transposed(M), Gt = transposed(G);
+  const ForwardSpec rows{ForwardConvention::rows_first, 0.0};
+  HostBatch<Real> R(5, n), Rt(5, n);
+  std::vector<Real> v(5), vt(5);
+  EXPECT_EQ(sinkhorn_forward<Real>(M.view(), T, R.view(), v.data(), Device::cpu, rows), 1);
+  EXPECT_EQ(sinkhorn_forward<Real>(Mt.view(), T, Rt.view(), vt.data(), Device::cpu), 1);
+  expect_same_bits(R, transposed(Rt));
+  for (int b = 0; b < 5; ++b) ASSERT_EQ(std::memcmp(&v[b], &vt[b], sizeof(Real)), 0) << b;
+
+  const ForwardSpec tilekernels{ForwardConvention::tilekernels, 1e-6};
+  for (const auto& config :
+       {SolverConfig{"unrolled", {}}, SolverConfig{"cg_plain", {{"system", "schur"}}},
+        SolverConfig{"cg_plain", {{"system", "block"}}}}) {
+    // unrolled replays the forward: only rows_first without eps is the transposed default.
+    for (const ForwardSpec& spec : {rows, tilekernels}) {
+      if (config.name == "unrolled" && !is_transposed_default_forward(spec)) continue;
+      SCOPED_TRACE(config.label() + " " + describe(spec));
+      const auto solver = config.create();
+      const auto a = solve(*solver, M, R, G, T, true, spec);
+      const auto b = solve(*solver, Mt, Rt, Gt, T, true);
+      EXPECT_EQ(a.status, b.status);
+      EXPECT_EQ(a.iterations, b.iterations);
+      EXPECT_EQ(a.status[1], SolveStatus::invalid_input);
+      EXPECT_EQ(a.status[3], SolveStatus::invalid_input);
+      expect_same_bits(a.grad, transposed(b.grad));
+      ASSERT_EQ(a.history.size(), b.history.size());
+      for (std::size_t k = 0; k < a.history.size(); ++k)
+        ASSERT_EQ(std::memcmp(&a.history[k], &b.history[k], sizeof(Real)), 0) << k;
+    }
+  }
+}
+
+TEST(Conventions, RowsFirstWithoutEpsIsTheDefaultOnTheTransposedMatricesBitForBit) {
+  for (int n : {1, 2, 3, 4, 7, 8, 16, 32, 64})
+    for (int T : {1, 3, 20}) {
+      check_transposed_default<float>(n, T);
+      check_transposed_default<double>(n, T);
     }
 }
 

@@ -59,6 +59,16 @@ HostBatch<To> convert(const HostBatch<From>& from) {
   return to;
 }
 
+// Every matrix of a batch transposed.
+template <class Real>
+HostBatch<Real> transposed(const HostBatch<Real>& x) {
+  HostBatch<Real> t(x.batch(), x.n());
+  for (index_t b = 0; b < x.batch(); ++b)
+    for (int i = 0; i < x.n(); ++i)
+      for (int j = 0; j < x.n(); ++j) t(b, j, i) = x(b, i, j);
+  return t;
+}
+
 template <class Real>
 HostBatch<Real> forward(const HostBatch<Real>& logits, int iterations) {
   HostBatch<Real> R(logits.batch(), logits.n());

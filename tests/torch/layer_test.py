@@ -8,8 +8,8 @@ import unittest
 
 import torch
 
-from reference import (corrected_torch, import_layer, inputs, plain_torch, relative,
-                       sinkhorn_torch, unrolled_torch)
+from reference import (convention_torch, corrected_torch, import_layer, inputs, plain_torch,
+                       relative, sinkhorn_torch, unrolled_torch)
 
 sgt = import_layer()
 from sinkgrad import _ops  # noqa: E402
@@ -85,6 +85,89 @@ class Float64Gradients(unittest.TestCase):
         self.assertTrue(torch.autograd.gradcheck(lambda x: sgt.sinkhorn(x, 4), (M,)))
 
 
+class ForwardConventions(unittest.TestCase):
+    """forward= and eps= against the formulas of FORWARDS.md written out in torch (reference.py):
+    R, the unrolled gradient (its autograd), the implicit formulas on R, and every solver against
+    unrolled once converged."""
+
+    CASES = (("columns_first", 0.0), ("columns_first", 1e-3), ("rows_first", 0.0),
+             ("rows_first", 1e-3), ("tilekernels", 1e-6), ("tilekernels", 0.0),
+             ("tilekernels", 0.25))
+
+    def test_forward_and_unrolled_match_the_formulas(self):
+        for n in (1, 2, 3, 4, 7, 8):
+            for T in (1, 3, 20):
+                M, G = inputs(6, n, seed=60 + n * T)
+                for forward, eps in self.CASES:
+                    case = (forward, eps, n, T)
+                    R, grad, stats = layer_gradient(M, T, G, forward=forward, eps=eps)
+                    self.assertLess(relative(R, convention_torch(M, T, forward, eps)), 1e-13,
+                                    case)
+                    exact = unrolled_torch(M, T, G, forward, eps)
+                    if n == 1 and (eps == 0 or forward == "tilekernels"):
+                        # R does not depend on M (R = 1, or softmax of one entry): gradient 0
+                        self.assertTrue(torch.all(exact.abs() < 1e-15), case)
+                        self.assertTrue(torch.all(grad.abs() < 1e-15), case)
+                    else:
+                        self.assertLess(relative(grad, exact), 1e-10, case)
+                    self.assertTrue(torch.all(stats.status == 0), case)
+
+    def test_default_eps_is_the_conventions_own(self):
+        M, _ = inputs(4, 4, seed=70)
+        self.assertTrue(torch.equal(sgt.sinkhorn(M, 5, forward="tilekernels"),
+                                    sgt.sinkhorn(M, 5, forward="tilekernels", eps=1e-6)))
+        self.assertTrue(torch.equal(sgt.sinkhorn(M, 5, forward="rows_first"),
+                                    sgt.sinkhorn(M, 5, forward="rows_first", eps=0.0)))
+        self.assertFalse(torch.equal(sgt.sinkhorn(M, 5, forward="rows_first"),
+                                     sgt.sinkhorn(M, 5)))
+
+    def test_implicit_solvers_use_the_r_of_the_chosen_forward(self):
+        # rows_first ends on columns: its plain system is the transposed one (columns exact).
+        M, G = inputs(16, 5, seed=71)
+        R, grad, _ = layer_gradient(M, 5, G, backward="cg_corrected", forward="rows_first")
+        self.assertLess(relative(grad, corrected_torch(R, G)), 1e-9)
+        R, grad, _ = layer_gradient(M, 2, G, backward="direct", options={"system": "plain"},
+                                    forward="rows_first")
+        transposed = plain_torch(R.mT, G.mT).mT
+        self.assertLess(relative(grad, transposed), 1e-10)
+
+    def test_every_solver_matches_unrolled_once_converged(self):
+        M, G = inputs(12, 5, seed=72, scale=1.0)
+        for forward in ("rows_first", "tilekernels"):
+            exact = unrolled_torch(M, 200, G, forward, 0.0)
+            for backward in ("unrolled", "cg_plain", "cg_corrected", "direct"):
+                _, grad, stats = layer_gradient(M, 200, G, backward=backward, forward=forward,
+                                                eps=0.0)
+                self.assertLess(relative(grad, exact), 1e-8, (forward, backward))
+                self.assertTrue(torch.all(stats.status == 0), (forward, backward))
+
+    def test_on_failure_unrolled_recomputes_with_the_same_forward(self):
+        M, G = inputs(8, 4, seed=73)
+        starved = {"max_iterations": 1, "tolerance": 1e-14}
+        _, grad, stats = layer_gradient(M, 3, G, backward="cg_corrected", options=starved,
+                                        forward="tilekernels", eps=1e-2, on_failure="unrolled")
+        self.assertTrue(torch.all(stats.status == 1))
+        self.assertLess(relative(grad, unrolled_torch(M, 3, G, "tilekernels", 1e-2)), 1e-10)
+
+    def test_half_inputs(self):
+        M, G = inputs(8, 4, seed=74, dtype=torch.float32)
+        R = sgt.sinkhorn(M.to(torch.bfloat16), 10, forward="tilekernels")
+        self.assertEqual(R.dtype, torch.bfloat16)
+        expected = convention_torch(M.to(torch.bfloat16).double(), 10, "tilekernels", 1e-6)
+        self.assertLess(relative(R.double(), expected), 1e-2)
+
+    def test_bad_values_are_refused(self):
+        M, _ = inputs(2, 3, seed=75)
+        with self.assertRaisesRegex(ValueError, "columns_first, rows_first, tilekernels"):
+            sgt.sinkhorn(M, 3, forward="rows-first")
+        for eps in (-1e-9, float("nan"), float("inf")):
+            with self.assertRaisesRegex(ValueError, "eps must be finite and >= 0"):
+                sgt.sinkhorn(M, 3, forward="rows_first", eps=eps)
+        for eps in ("1e-6", True):
+            with self.assertRaisesRegex(TypeError, "eps must be a number"):
+                sgt.sinkhorn(M, 3, eps=eps)
+
+
 class DtypesShapesStrides(unittest.TestCase):
     def test_half_types_give_their_dtype_and_float32_gradients(self):
         M, G = inputs(32, 4, seed=6, dtype=torch.float32)
@@ -147,31 +230,43 @@ class DtypesShapesStrides(unittest.TestCase):
         self.assertIn("no backward", repr(stats))
 
 
-@unittest.skipUnless(_ops.CUSTOM_OPS, "torch < 2.4: the layer is a plain autograd.Function")
-class CustomOps(unittest.TestCase):
+@unittest.skipUnless(_ops.CUSTOM_OPS, "torch < 2.4: no custom ops, no torch.compile path")
+class Compile(unittest.TestCase):
     def test_opcheck(self):
         M, G = inputs(8, 4, seed=40)
-        R = torch.ops.sinkgrad.forward(M, 5)
-        torch.library.opcheck(torch.ops.sinkgrad.forward, (M, 5))
-        for backward in ("unrolled", "cg_corrected"):
-            torch.library.opcheck(torch.ops.sinkgrad.backward,
-                                  (M, R, G, 5, backward, "", "unrolled"))
+        for forward, eps in (("columns_first", 0.0), ("tilekernels", 1e-3)):
+            for backward in ("unrolled", "cg_corrected"):
+                arguments = (5, backward, "", "keep", forward, eps)
+                torch.library.opcheck(torch.ops.sinkgrad.sinkhorn, (M,) + arguments)
+                R = torch.ops.sinkgrad.sinkhorn(M, *arguments)
+                torch.library.opcheck(torch.ops.sinkgrad.sinkhorn_backward,
+                                      (M, R, G) + arguments)
 
-    def test_compile_runs_the_layer_eagerly(self):
-        # torch.compile keeps the layer out of its graph (sinkhorn is torch.compiler.disable'd):
-        # the gradient is the eager one, and fullgraph=True refuses the graph break loudly.
+    def test_fullgraph_gives_the_eager_gradient(self):
+        # The whole function is one graph (fullgraph=True refuses any break) and its gradient
+        # is the eager layer's: the same library calls on the same tensors.
         M, G = inputs(16, 4, seed=41)
-        expected = unrolled_torch(M, 6, G)
+        for backward, forward in (("unrolled", "columns_first"), ("cg_corrected", "rows_first"),
+                                  ("direct", "tilekernels")):
+            def loss(x, g):
+                return (sgt.sinkhorn(x, 6, backward=backward, forward=forward) * g).sum()
 
-        def loss(x, g):
-            return (sgt.sinkhorn(x, 6) * g).sum()
+            x = M.clone().requires_grad_(True)
+            loss(x, G).backward()
+            expected = x.grad
+            torch._dynamo.reset()
+            x = M.clone().requires_grad_(True)
+            torch.compile(loss, fullgraph=True, backend="aot_eager")(x, G).backward()
+            self.assertTrue(torch.equal(x.grad, expected), (backward, forward))
 
-        x = M.clone().requires_grad_(True)
-        torch.compile(loss, backend="aot_eager")(x, G).backward()
-        self.assertLess(relative(x.grad, expected), 1e-10)
-        torch._dynamo.reset()  # a fresh trace: the cached one of the call above would not fail
-        with self.assertRaises(Exception):
-            torch.compile(loss, fullgraph=True, backend="aot_eager")(M.clone(), G)
+    def test_stats_are_refused_under_compile(self):
+        M, _ = inputs(2, 3, seed=42)
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda x: sgt.sinkhorn(x, 3, stats=sgt.SolveStats()),
+                                 fullgraph=True, backend="aot_eager")
+        with self.assertRaisesRegex(Exception, "stats is not available under torch.compile"):
+            compiled(M)
+
 
 if __name__ == "__main__":
     unittest.main()

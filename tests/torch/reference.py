@@ -19,9 +19,32 @@ def sinkhorn_torch(M, T):
     return X
 
 
-def unrolled_torch(M, T, G):
+def convention_torch(M, T, forward, eps):
+    """The forwards of ../shared/brief/FORWARDS.md written out as their formulas, with eps in
+    every denominator: rows_first is T times rows then columns of exp(M); tilekernels starts
+    from softmax_rows(M) + eps, normalises columns, then T - 1 times rows and columns."""
+    def rows(X):
+        return X / (X.sum(-1, keepdim=True) + eps)
+
+    def cols(X):
+        return X / (X.sum(-2, keepdim=True) + eps)
+
+    if forward == "tilekernels":
+        X = cols(torch.softmax(M, dim=-1) + eps)
+        for _ in range(T - 1):
+            X = cols(rows(X))
+        return X
+    X = torch.exp(M)
+    for _ in range(T):
+        X = rows(cols(X)) if forward == "columns_first" else cols(rows(X))
+    return X
+
+
+def unrolled_torch(M, T, G, forward=None, eps=0.0):
+    """torch.autograd's gradient of <forward(M), G>: the seeds' forward by default."""
     M = M.detach().clone().requires_grad_(True)
-    (grad,) = torch.autograd.grad((sinkhorn_torch(M, T) * G).sum(), M)
+    R = sinkhorn_torch(M, T) if forward is None else convention_torch(M, T, forward, eps)
+    (grad,) = torch.autograd.grad((R * G).sum(), M)
     return grad
 
 
