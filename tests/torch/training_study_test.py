@@ -1,7 +1,8 @@
 """experiments/training_study.py --smoke as a user runs it, its log checked: one complete run
 per backward and T, finite losses, the unrolled backward's agreement with itself exactly 1 and
 0, status counts for every step that add up to the step's matrices, every dataset and
-attribute described; then experiments/plot_training.py draws every figure from it.
+attribute described; then experiments/plot_training.py draws every figure from it, and a few
+runs of the other forward conventions are checked.
 
     training_study_test.py STUDY_SCRIPT PLOT_SCRIPT WORK_DIR
 """
@@ -96,6 +97,25 @@ def main(study, plot, work):
     for path in written:
         require(os.path.getsize(path) > 0, f"{path} is empty")
     print(f"training_study_test: plot_training.py wrote {len(written)} figures")
+
+    # The other forward conventions reach the layer: tilekernels with its eps, and unrolled
+    # still agrees exactly with itself.
+    log = os.path.join(work, "conventions.h5")
+    subprocess.run([sys.executable, study, "--smoke", "--forwards", "rows_first,tilekernels",
+                    "--T", "2", "--backwards", "unrolled,cg_corrected", "--quiet", "--output",
+                    log], check=True)
+    with h5py.File(log, "r") as f:
+        runs = {(r.attrs["forward"], r.attrs["backward"]): r for r in f["runs"].values()}
+        require(len(runs) == 4, f"{len(runs)} convention runs, expected 4")
+        require(runs[("tilekernels", "unrolled")].attrs["eps"] == 1e-6
+                and runs[("rows_first", "unrolled")].attrs["eps"] == 0.0, "eps of the runs")
+        for (forward, backward), run in runs.items():
+            require(np.all(np.isfinite(run["eval_loss"][:])), f"{forward} {backward}: loss")
+            if backward == "unrolled":
+                require(np.all(run["grad_rel_error"][:] == 0.0), f"{forward}: unrolled != itself")
+            else:
+                require(np.all(run["grad_rel_error"][:] > 0.0), f"{forward}: {backward} is exact")
+    print("training_study_test: rows_first and tilekernels: ok")
 
 
 if __name__ == "__main__":
