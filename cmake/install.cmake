@@ -80,7 +80,8 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/experiments/plot.py
 install(FILES ${PROJECT_SOURCE_DIR}/experiments/plot_style.py
               ${PROJECT_SOURCE_DIR}/experiments/plot_figures.py
               ${PROJECT_SOURCE_DIR}/experiments/plot_forwards.py
-        DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # plot.py's modules, found next to it
+              ${PROJECT_SOURCE_DIR}/experiments/system_python.py
+        DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # the scripts' modules, found next to them
 
 # ---- Python ---------------------------------------------------------------------------------
 # Every Python module goes to SINKGRAD_PYTHON_INSTALL_DIR (share/sinkgrad/python by default; put

@@ -40,21 +40,7 @@ import traceback
 for _folder in ("capi", "python"):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), _folder))
 import sinkgrad_c  # noqa: E402
-
-
-def require_modules(modules, packages):
-    """Imports the modules; where the running python3 lacks them (pyenv, venv) re-runs this
-    script with /usr/bin/python3 (as plot.py does), else exits naming what to install."""
-    try:
-        for module in modules:
-            importlib.import_module(module)
-    except ImportError as error:
-        system = "/usr/bin/python3"
-        if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system) \
-                and not os.environ.get("SINKGRAD_PYTHON_REEXEC"):
-            os.environ["SINKGRAD_PYTHON_REEXEC"] = "1"
-            os.execv(system, [system] + sys.argv)
-        sys.exit(f"compare_with_seeds.py: {error}; install {packages}")
+from system_python import require_modules  # noqa: E402 (next to this file)
 
 # The seeds' anchor configurations (shared/brief/MATH.md): (B, n, T, dtype).
 CONFIGS = [
