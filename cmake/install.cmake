@@ -82,7 +82,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/experiments/plot_style.py
               ${PROJECT_SOURCE_DIR}/experiments/plot_forwards.py
               ${PROJECT_SOURCE_DIR}/experiments/compare_selftest.py
               ${PROJECT_SOURCE_DIR}/experiments/compare_torch.py
-        DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # plot.py's and compare_with_seeds.py's modules
+              ${PROJECT_SOURCE_DIR}/experiments/system_python.py
+        DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # the scripts' modules, found next to them
 
 # ---- Python ---------------------------------------------------------------------------------
 # Every Python module goes to SINKGRAD_PYTHON_INSTALL_DIR (share/sinkgrad/python by default; put

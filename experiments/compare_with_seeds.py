@@ -40,21 +40,7 @@ for _folder in ("capi", "python"):
 import sinkgrad_c  # noqa: E402
 from compare_selftest import selftest  # noqa: E402
 from compare_torch import Config, Timer, load_seeds, torch_linalg_solve  # noqa: E402
-
-
-def require_modules(modules, packages):
-    """Imports the modules; where the running python3 lacks them (pyenv, venv) re-runs this
-    script with /usr/bin/python3 (as plot.py does), else exits naming what to install."""
-    try:
-        for module in modules:
-            importlib.import_module(module)
-    except ImportError as error:
-        system = "/usr/bin/python3"
-        if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system) \
-                and not os.environ.get("SINKGRAD_PYTHON_REEXEC"):
-            os.environ["SINKGRAD_PYTHON_REEXEC"] = "1"
-            os.execv(system, [system] + sys.argv)
-        sys.exit(f"compare_with_seeds.py: {error}; install {packages}")
+from system_python import require_modules  # noqa: E402 (next to this file)
 
 # The seeds' anchor configurations (shared/brief/MATH.md): (B, n, T, dtype).
 CONFIGS = [

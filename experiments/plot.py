@@ -34,29 +34,15 @@ import argparse
 import os
 import sys
 
+# The drawing and the interpreter lookup live next to this file (experiments/, or
+# share/sinkgrad/ when installed).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from system_python import require_modules  # noqa: E402
 
-def _import_or_reexec():
-    """Imports the plotting stack; on a machine where `python3` is not the system Python
-    (pyenv, venv) and lacks the Debian packages, re-runs this script with /usr/bin/python3."""
-    try:
-        import h5py  # noqa: F401
-        import matplotlib  # noqa: F401
-        import numpy  # noqa: F401
-    except ImportError as error:
-        system = "/usr/bin/python3"
-        if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system) \
-                and not os.environ.get("SINKGRAD_PYTHON_REEXEC"):
-            os.environ["SINKGRAD_PYTHON_REEXEC"] = "1"
-            os.execv(system, [system] + sys.argv)
-        sys.exit(f"plot.py: {error}; install python3-numpy python3-h5py python3-matplotlib")
-
-
-_import_or_reexec()
+require_modules(("h5py", "matplotlib", "numpy"), "python3-numpy python3-h5py python3-matplotlib")
 
 import h5py  # noqa: E402
 
-# The drawing lives next to this file (experiments/, or share/sinkgrad/ when installed).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_forwards import plot_eps_floor, plot_forwards  # noqa: E402
 from plot_figures import (plot_cg_convergence, plot_error_vs_T, plot_status,  # noqa: E402
                           plot_time_vs_error)

@@ -1,0 +1,110 @@
+"""experiments/training_study.py interrupted and resumed, as a user does it: a tiny sweep is
+killed (SIGKILL) after two runs, resumed and stopped by SIGINT after its first new run (it
+finishes that run and exits 130), then resumed to the end, then extended by another T list.
+Every run must be in the log once, and a run written before an interruption must not have been
+recomputed (its process attribute and wall time are those of the process that first wrote
+it). A log without --resume and a resume with other settings are refused.
+
+    training_resume_test.py STUDY_SCRIPT WORK_DIR
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import h5py
+
+RUNS = 6
+
+
+def sweep(steps=3, quiet=True, Ts="1,2,3"):
+    """The tiny sweep's arguments: RUNS runs of a few steps each."""
+    return (["--smoke", "--backwards", "unrolled,cg_corrected", "--T", Ts, "--steps",
+             str(steps)] + (["--quiet"] if quiet else []))
+
+
+def require(condition, message):
+    if not condition:
+        print(f"FAILED: {message}")
+        sys.exit(1)
+
+
+def runs(log):
+    """{key: (process, wall_seconds)} of the complete runs."""
+    with h5py.File(log, "r") as f:
+        return {r.attrs["key"]: (r.attrs["process"], float(r.attrs["wall_seconds"]))
+                for r in f["runs"].values() if int(r.attrs.get("complete", 0)) == 1}
+
+
+def interrupted(study, log, extra, after, sig):
+    """Starts the sweep, sends sig once `after` runs are reported written; returns the exit
+    code. Progress lines are read from a pipe (not --quiet for this)."""
+    command = [sys.executable, study, *sweep(quiet=False), "--output", log, *extra]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    written = 0
+    for line in process.stderr:
+        if "] backward=" in line:
+            written += 1
+            if written == after:
+                process.send_signal(sig)
+                break
+    process.stderr.read()
+    return process.wait(timeout=120)
+
+
+def main(study, work):
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    log = os.path.join(work, "resume.h5")
+
+    code = interrupted(study, log, [], 2, signal.SIGKILL)
+    require(code == -signal.SIGKILL, f"the first sweep was not killed (exit {code})")
+    first = runs(log)
+    require(len(first) == 2, f"{len(first)} complete runs after the kill, expected 2")
+
+    refused = subprocess.run([sys.executable, study, *sweep(), "--output", log],
+                             capture_output=True, text=True)
+    require(refused.returncode == 1 and "--resume" in refused.stderr,
+            f"an existing log without --resume: exit {refused.returncode}, {refused.stderr!r}")
+    other = subprocess.run([sys.executable, study, *sweep(steps=4), "--output", log,
+                            "--resume"], capture_output=True, text=True)
+    require(other.returncode == 1 and "different study" in other.stderr
+            and "steps" in other.stderr,
+            f"a resume with other settings: exit {other.returncode}, {other.stderr!r}")
+    require(runs(log) == first, "a refused command changed the log")
+
+    code = interrupted(study, log, ["--resume"], 1, signal.SIGINT)
+    require(code == 130, f"SIGINT: exit {code}, expected 130")
+    second = runs(log)
+    require(len(second) in (3, 4), f"{len(second)} complete runs after SIGINT, expected 3 or 4")
+    require(all(second[key] == value for key, value in first.items()),
+            "runs written before the kill were recomputed or lost")
+
+    done = subprocess.run([sys.executable, study, *sweep(), "--output", log, "--resume"],
+                          capture_output=True, text=True)
+    require(done.returncode == 0, f"the last resume failed: {done.stderr}")
+    final = runs(log)
+    require(len(final) == RUNS, f"{len(final)} runs at the end, expected {RUNS}")
+    require(all(final[key] == value for key, value in second.items()),
+            "runs written before SIGINT were recomputed or lost")
+    processes = {process for process, _ in final.values()}
+    require(len(processes) == 3, f"the runs came from {len(processes)} processes, expected 3")
+    with h5py.File(log, "r") as f:
+        require(len(f["runs"]) == RUNS, "the log holds incomplete or duplicate runs")
+
+    # Another T list with the same settings adds its runs only; the log's sweep is the union.
+    more = subprocess.run([sys.executable, study, *sweep(Ts="3,5"), "--output", log,
+                           "--resume"], capture_output=True, text=True)
+    require(more.returncode == 0, f"extending the sweep failed: {more.stderr}")
+    extended = runs(log)
+    require(len(extended) == RUNS + 2 and all(extended[k] == v for k, v in final.items()),
+            f"extending the sweep: {len(extended)} runs, or earlier runs recomputed")
+    with h5py.File(log, "r") as f:
+        require("T=1,2,3,5" in f.attrs["sweep"].splitlines(), f"sweep {f.attrs['sweep']!r}")
+        require(len(f.attrs["resumed"].splitlines()) == 3, "resumed lists 3 commands")
+    print(f"training_resume_test: {RUNS} runs from 3 processes, none recomputed, 2 added: ok")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
