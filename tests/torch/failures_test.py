@@ -126,10 +126,12 @@ class Errors(unittest.TestCase):
         self.check(ValueError, r"on_failure='retry'", self.M, 5, on_failure="retry")
         self.check(TypeError, r"SolveStats", self.M, 5, stats={})
 
-    def test_forward_conventions_not_yet_available(self):
-        self.check(ValueError, r"forward='rows_first' is not available.*columns_first",
-                   self.M, 5, forward="rows_first")
-        self.check(ValueError, r"eps=1e-06 is not available", self.M, 5, eps=1e-6)
+    def test_bad_forward_conventions(self):
+        self.check(ValueError, r"forward='TE' is not a forward convention \(use columns_first, "
+                   r"rows_first, tilekernels\)", self.M, 5, forward="TE")
+        self.check(ValueError, r"eps must be finite and >= 0, got -1e-06", self.M, 5,
+                   forward="tilekernels", eps=-1e-6)
+        self.check(TypeError, r"eps must be a number or None, got str", self.M, 5, eps="0")
 
 
 class StreamOrderedCAbi(unittest.TestCase):
