@@ -120,14 +120,25 @@ def _check_solver(backward, options, device_type, dtype_name):
     return True
 
 
-def _forward(ctx, logits, iterations, backward, options, on_failure, stats, convention):
+def _flat(logits):
+    """The library's input: a contiguous (B, n, n) batch in the compute dtype (no copy when the
+    logits are one already)."""
     n = logits.shape[-1]
-    M = logits.to(_COMPUTE[logits.dtype]).reshape(-1, n, n).contiguous()
+    return logits.to(_COMPUTE[logits.dtype]).reshape(-1, n, n).contiguous()
+
+
+def _shaped(R, logits):
+    """R back in the logits' shape and dtype."""
+    return R.view(logits.shape).to(logits.dtype)
+
+
+def _forward(ctx, logits, iterations, backward, options, on_failure, stats, convention):
+    M = _flat(logits)
     R = _kernels.forward(M, iterations, convention)
     ctx.save_for_backward(M, R)
     ctx.setup = (logits.shape, logits.dtype, iterations, backward, options, on_failure, stats,
                  convention)
-    return R.view(logits.shape).to(logits.dtype)
+    return _shaped(R, logits)
 
 
 def _backward(ctx, grad_R):
@@ -152,10 +163,8 @@ class _Sinkhorn(torch.autograd.Function):
 def _compiled(logits, iterations, backward, options, on_failure, convention):
     """The layer as torch.compile traces it: casts and reshapes in torch, the library calls as
     the custom ops of _ops.py (their registered autograd gives the backward)."""
-    n = logits.shape[-1]
-    M = logits.to(_COMPUTE[logits.dtype]).reshape(-1, n, n).contiguous()
-    R = _ops.sinkhorn(M, iterations, backward, options, on_failure, *convention)
-    return R.view(logits.shape).to(logits.dtype)
+    R = _ops.sinkhorn(_flat(logits), iterations, backward, options, on_failure, *convention)
+    return _shaped(R, logits)
 
 
 def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="columns_first",
