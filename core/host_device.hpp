@@ -31,6 +31,12 @@ SINKGRAD_HD float log1p_of(float x) {
 SINKGRAD_HD double log1p_of(double x) {
   return ::log1p(x);
 }
+SINKGRAD_HD float expm1_of(float x) {
+  return ::expm1f(x);
+}
+SINKGRAD_HD double expm1_of(double x) {
+  return ::expm1(x);
+}
 SINKGRAD_HD float sqrt_of(float x) {
   return ::sqrtf(x);
 }

@@ -68,7 +68,7 @@ struct ColumnsOf {
 // finiteness only when some column fails it.
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool& finite, Rows& P,
-                                    Rows& Pt) {
+                                    Rows& Pt, typename Team::Vec* maxima = nullptr) {
   const int n = team.n();
   typename Team::Vec top;  // column maxima
   bool spread_ok = true;
@@ -81,6 +81,7 @@ SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool
       m = max_of(m, col[k]);
     }
     top[s] = m;
+    if (maxima != nullptr) (*maxima)[s] = m;
     SINKGRAD_UNROLL
     for (int k = 0; k < Team::cap; ++k) {
       if (k >= n) break;
@@ -127,19 +128,20 @@ SINKGRAD_HD void linear_domain_step(const Team& team, const Rows& P, const Colum
   team.each([&](Slot s) { a[s] = reciprocal_in_range(dot_n<Team::cap>(P[s], all_b, n)); });
 }
 
-// R[j] = value(j) / sum_k value(k), j < n: the last step normalised rows, and scaling by the
-// computed sum makes them sum to 1 to rounding (see normalise_rows in forward/log_domain.hpp).
-// One reciprocal per row and a product per entry (an IEEE division per entry cost the GPU
-// about as much as the rest of the epilogue); value is evaluated twice rather than R read back.
+// R[j] = value(j) / (sum_k value(k) + eps), j < n: the last step normalised rows, and scaling
+// by the computed sum makes them sum to 1 to rounding (see normalise_rows in
+// forward/log_domain.hpp; eps: the conventions with eps, forward/convention_team.hpp). One
+// reciprocal per row and a product per entry (an IEEE division per entry cost the GPU about as
+// much as the rest of the epilogue); value is evaluated twice rather than R read back.
 template <class Real, class Team, class Row, class Value>
-SINKGRAD_HD void write_normalised_row(const Row& R, int n, Value&& value) {
+SINKGRAD_HD void write_normalised_row(const Row& R, int n, Value&& value, Real eps = 0) {
   Real sum = 0;
   SINKGRAD_UNROLL
   for (int j = 0; j < Team::cap; ++j) {
     if (j >= n) break;
     sum += value(j);
   }
-  const Real inverse = Real(1) / sum;
+  const Real inverse = Real(1) / (sum + eps);  // sum > 0: + 0 leaves it as it is
   SINKGRAD_UNROLL
   for (int j = 0; j < Team::cap; ++j) {
     if (j >= n) break;
@@ -152,6 +154,32 @@ struct ForwardOutcome {
   bool finite;     // false: the logits were not all finite (R is NaN)
   Real violation;  // max_j |sum_i R_ij - 1|
 };
+
+// The outcome of a matrix whose logits are not all finite: R = NaN.
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD ForwardOutcome<Real> forward_fail(const Team& team, const Matrices& mats) {
+  const int n = team.n();
+  team.sync();
+  team.each([&](Slot s) {
+    const auto& R = mats.R_row(s);
+    for (int j = 0; j < n; ++j) R[j] = quiet_nan<Real>();
+  });
+  return {false, quiet_nan<Real>()};
+}
+
+// The outcome once R is written: its columns' largest violation.
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD ForwardOutcome<Real> forward_violation(const Team& team, const Matrices& mats) {
+  const int n = team.n();
+  team.sync();
+  const Real violation = team.max([&](Slot s) {
+    const auto& column = mats.R_col(s);
+    Real sum = 0;
+    for (int i = 0; i < n; ++i) sum += column[i];
+    return abs_of(sum - Real(1));
+  });
+  return {true, violation};
+}
 
 // R (mats.R_row, written; mats.R_col, read back after team.sync()) of the T-step forward.
 // mats: M_row(s), M_col(s) (the logits' row and column i), R_row(s), R_col(s). R may overwrite M
@@ -192,21 +220,9 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
                                        [&](int j) { return exp_of(M[j] + f[s] + all_g[j]); });
     });
   } else {
-    team.sync();
-    team.each([&](Slot s) {
-      const auto& R = mats.R_row(s);
-      for (int j = 0; j < n; ++j) R[j] = quiet_nan<Real>();
-    });
-    return {false, quiet_nan<Real>()};
+    return forward_fail<Real>(team, mats);
   }
-  team.sync();
-  const Real violation = team.max([&](Slot s) {
-    const auto& column = mats.R_col(s);
-    Real sum = 0;
-    for (int i = 0; i < n; ++i) sum += column[i];
-    return abs_of(sum - Real(1));
-  });
-  return {true, violation};
+  return forward_violation<Real>(team, mats);
 }
 
 }  // namespace sinkgrad::math

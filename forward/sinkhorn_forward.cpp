@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "forward/convention_forward.hpp"
+#include "forward/convention_team.hpp"
 #include "forward/forward_team.hpp"
 #include "forward/log_domain.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
@@ -65,26 +66,29 @@ index_t convention_forward_cpu(BatchView<const Real> logits, int iterations, Bat
   return invalid;
 }
 
-// The seeds' forward on the cpu: for n <= 64 the team form the CUDA variant runs too, with the
-// matrices as Matrices reads them (transposed: rows_first without eps, whose violation is then
-// R's rows', as it reports; only for n <= 64); above, the log-domain loop.
-template <class Real, class Matrices>
+// The seeds' forward by default, or team_forward's (math::ConventionTeamForward):
+// for n <= 64 the team form the CUDA variant runs too, with the matrices as Matrices reads them
+// (transposed: rows_first and tilekernels, whose violation is then R's rows', as they report;
+// only for n <= 64); above, the seeds' log-domain loop.
+template <class Real, class Matrices, class TeamForward = math::SeedsTeamForward<Real>>
 index_t forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real> R,
-                    Real* column_violation) {
+                    Real* column_violation, TeamForward team_forward = {}) {
   const int n = logits.n;
   index_t invalid = 0;
 #pragma omp parallel reduction(+ : invalid)
   {
     const bool team_form = n <= math::max_team_n;
-    std::vector<Real> work(team_form ? 3 * static_cast<std::size_t>(n) * n : 2 * std::size_t(n));
+    // The team's rows, then its storage (a convention's log-base normalisers).
+    std::vector<Real> work(team_form ? 3 * static_cast<std::size_t>(n) * n + n
+                                     : 2 * std::size_t(n));
 #pragma omp for schedule(static)
     for (index_t b = 0; b < logits.batch; ++b) {
       bool ok = false;
       Real violation = 0;
       if (team_form) {
-        const math::CpuTeam<Real> team(n, work.data());
-        const auto outcome = math::sinkhorn_forward_team<Real>(
-            team, Matrices{logits.matrix(b), R.matrix(b), n}, iterations);
+        const math::CpuTeam<Real> team(n, work.data(), work.data() + 3 * std::size_t(n) * n);
+        const auto outcome =
+            team_forward(team, Matrices{logits.matrix(b), R.matrix(b), n}, iterations);
         ok = outcome.finite;
         violation = outcome.violation;
       } else {
@@ -185,10 +189,17 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
   if (device == Device::cpu) {
     if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
       throw Error("forward on the cpu needs host memory");
-    if (is_transposed_default_forward(forward) && logits.n <= math::max_team_n)
+    if (logits.n > math::max_team_n)
+      return convention_forward_cpu(logits, iterations, R, column_violation, forward);
+    if (is_transposed_default_forward(forward))
       return forward_cpu<Real, CpuForwardMatrices<Real, true>>(logits, iterations, R,
                                                                column_violation);
-    return convention_forward_cpu(logits, iterations, R, column_violation, forward);
+    const math::ConventionTeamForward<Real> team_forward{math::convention_forward<Real>(forward)};
+    if (last_step_normalises_columns(forward.convention))
+      return forward_cpu<Real, CpuForwardMatrices<Real, true>>(logits, iterations, R,
+                                                               column_violation, team_forward);
+    return forward_cpu<Real, CpuForwardMatrices<Real>>(logits, iterations, R, column_violation,
+                                                       team_forward);
   }
 #if defined(SINKGRAD_WITH_CUDA)
   return forward_on_cuda(logits, R, column_violation,

@@ -90,6 +90,17 @@ SINKGRAD_HD auto dot_n(const A& a, const X& x, int n) -> decltype(a[0] * x[0]) {
   return sum;
 }
 
+// f(j) for j < n, unrolled to cap on the GPU: a lane's rows (team.rows) live in registers
+// there only while every index into them is known at compile time.
+template <int cap, class F>
+SINKGRAD_HD void for_n(int n, F&& f) {
+  SINKGRAD_UNROLL
+  for (int j = 0; j < cap; ++j) {
+    if (j >= n) break;
+    f(j);
+  }
+}
+
 // The canonical sum of v[0 .. n) (see above), on one thread.
 template <class Real>
 SINKGRAD_HD Real canonical_sum(const Real* v, int n) {

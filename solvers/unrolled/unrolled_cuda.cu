@@ -3,14 +3,17 @@
 // shared memory, backend/cuda/launch.cuh); above that the log-domain replay of
 // solvers/unrolled/unrolled_math.hpp, one thread per matrix with its potentials in shared
 // memory and the adjoint W in the gradient buffer itself. rows_first without eps runs the team
-// form on the transposed tiles; the other conventions the log-domain replay of
-// solvers/unrolled/convention_unrolled.hpp, one thread per matrix.
+// form on the transposed tiles; the forwards with eps and tilekernels the team form of
+// solvers/unrolled/convention_unrolled_team.hpp (transposed for rows_first and tilekernels),
+// above n = 64 the log-domain replay of solvers/unrolled/convention_unrolled.hpp, one thread per
+// matrix.
 
 #include <string>
 
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/per_matrix_launch.cuh"
 #include "solvers/unrolled/convention_unrolled.hpp"
+#include "solvers/unrolled/convention_unrolled_team.hpp"
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #include "solvers/unrolled/unrolled_math.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
@@ -35,6 +38,19 @@ struct UnrolledTeam {
                                       index_t) const {
     const UnrolledTileMatrices<Real, Shape> mats(M, G, team.lane(), team.n());
     return math::unrolled_team<Real>(team, mats, T, segment);
+  }
+};
+
+// The forwards with eps and tilekernels (solvers/unrolled/convention_unrolled_team.hpp).
+template <class Real, class Shape>
+struct ConventionUnrolledTeam {
+  int T;
+  int segment;
+  math::ConventionForward<Real> convention;
+  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
+                                      index_t) const {
+    const UnrolledTileMatrices<Real, Shape> mats(M, G, team.lane(), team.n());
+    return math::convention_unrolled_team<Real>(team, mats, T, segment, convention);
   }
 };
 
@@ -99,29 +115,38 @@ void unrolled_per_thread(const BackwardProblem<Real>& problem, const BackwardRes
                           UnrolledMatrix<Real>{problem, result, n, T, segment}, stream_of(problem));
 }
 
-// The team form for n <= 64; orientation transposed replays the default forward of M^T with
-// G^T and stores the gradient transposed back (rows_first without eps).
+// The team form for n <= 64; orientation transposed replays the forward of M^T with G^T and
+// stores the gradient transposed back (rows_first, tilekernels); seeds: the seeds' forward (or
+// rows_first without eps), else a convention's (two-sided tape).
 template <class Real, TileOrientation orientation>
-void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
+void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                    bool seeds) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
   with_team_shape<SmallMatrices::four_lanes>(n, [&](auto shape) {
     using Shape = decltype(shape);
     const int stride = Shape::cap;
+    const bool two_sided = !seeds;
     // The longest segment within the budget, else the one with the smallest tape.
-    int segment = math::unrolled_segment_length(stride, T, tape_reals_per_lane * Shape::W);
+    int segment =
+        math::unrolled_segment_length(stride, T, tape_reals_per_lane * Shape::W, two_sided);
+    const auto tape_of = [&](int L) { return math::unrolled_workspace(stride, T, L, two_sided); };
     if (segment == 0) {
       segment = 1;
       for (int L = 2; L <= T; ++L)
-        if (math::unrolled_workspace(stride, T, L) < math::unrolled_workspace(stride, T, segment))
-          segment = L;
+        if (tape_of(L) < tape_of(segment)) segment = L;
     }
-    const long long tape = math::unrolled_workspace(stride, T, segment);
+    const long long tape = tape_of(segment);
     if (tape * static_cast<long long>(sizeof(Real)) > 200 * 1024) too_long(n, T);
-    launch_teams<Real, Shape, orientation>(
-        problem.logits.data, problem.grad_output.data, result.grad_logits.data, result.status,
-        result.iterations, problem.grad_output.batch, n, UnrolledTeam<Real, Shape>{T, segment},
-        Staging::on, static_cast<int>(tape), stream_of(problem));
+    const auto launch = [&](auto per_team) {
+      launch_teams<Real, Shape, orientation>(
+          problem.logits.data, problem.grad_output.data, result.grad_logits.data, result.status,
+          result.iterations, problem.grad_output.batch, n, per_team, Staging::on,
+          static_cast<int>(tape), stream_of(problem));
+    };
+    if (seeds) return launch(UnrolledTeam<Real, Shape>{T, segment});
+    launch(ConventionUnrolledTeam<Real, Shape>{T, segment,
+                                               math::convention_forward<Real>(problem.forward)});
   });
 }
 
@@ -131,11 +156,13 @@ template <class Real>
 void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
-  const bool transposed = is_transposed_default_forward(problem.forward);
-  if (n <= math::max_team_n && (transposed || is_default_forward(problem.forward))) {
-    return with_orientation(transposed, [&](auto orientation) {
-      unrolled_teams<Real, decltype(orientation)::value>(problem, result);
-    });
+  if (n <= math::max_team_n) {
+    const bool seeds =
+        is_default_forward(problem.forward) || is_transposed_default_forward(problem.forward);
+    return with_orientation(
+        last_step_normalises_columns(problem.forward.convention), [&](auto orientation) {
+          unrolled_teams<Real, decltype(orientation)::value>(problem, result, seeds);
+        });
   }
   if (!is_default_forward(problem.forward)) {
     const auto workspace = math::convention_unrolled_workspace(n, T);

@@ -18,17 +18,20 @@
 namespace sinkgrad::math {
 
 // Workspace (in Reals) for segment length L: checkpoints + one segment of f and g.
-SINKGRAD_HD long long unrolled_workspace(int n, int T, int L) {
+SINKGRAD_HD long long unrolled_workspace(int n, int T, int L, bool two_sided = false) {
   const long long checkpoints = (T + L - 1) / L;
-  return static_cast<long long>(n) * (checkpoints + 2LL * L + 1);
+  // two_sided: the team tapes of forwards with eps, both vectors of a step, and one vector
+  // before the tape (convention_unrolled_team.hpp).
+  const long long sides = two_sided ? 2 : 1;
+  return static_cast<long long>(n) * (sides * checkpoints + 2LL * L + sides + (two_sided ? 1 : 0));
 }
 
 // Longest segment (fewest recomputations) that fits into capacity Reals; 0 if none fits.
-SINKGRAD_HD int unrolled_segment_length(int n, int T, long long capacity) {
-  if (unrolled_workspace(n, T, T) <= capacity) return T;  // store everything, no recompute
+SINKGRAD_HD int unrolled_segment_length(int n, int T, long long capacity, bool two_sided = false) {
+  if (unrolled_workspace(n, T, T, two_sided) <= capacity) return T;  // store all, no recompute
   int best = 0;
   for (int L = 1; L < T; ++L)
-    if (unrolled_workspace(n, T, L) <= capacity) best = L;
+    if (unrolled_workspace(n, T, L, two_sided) <= capacity) best = L;
   return best;
 }
 

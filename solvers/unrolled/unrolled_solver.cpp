@@ -1,7 +1,8 @@
 // `unrolled`: exact reverse replay of the T forward steps, in team form for n <= 1024
 // (solvers/unrolled/unrolled_team.hpp), in the log domain one matrix at a time above
 // (solvers/unrolled/unrolled_math.hpp); rows_first without eps by the same team form on the
-// transposed matrices; every other forward convention by the log-domain replay of
+// transposed matrices; the forwards with eps and tilekernels by the team form of
+// solvers/unrolled/convention_unrolled_team.hpp (n <= 1024), above by the log-domain replay of
 // solvers/unrolled/convention_unrolled.hpp, one matrix at a time.
 
 #include "backend/cpu/batch_loop.hpp"
@@ -12,6 +13,7 @@
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #endif
 #include "solvers/unrolled/convention_unrolled.hpp"
+#include "solvers/unrolled/convention_unrolled_team.hpp"
 #include "solvers/unrolled/unrolled_math.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 
@@ -26,7 +28,10 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
     const int T = problem.forward_iterations;
-    const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, T));
+    const bool seeds =
+        is_default_forward(problem.forward) || is_transposed_default_forward(problem.forward);
+    const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, T, !seeds));
+    const auto convention = math::convention_forward<Real>(problem.forward);
     const auto replay_in_team_form = [&](auto matrices) {
       using Matrices = decltype(matrices);
       solve_each_matrix_with_team(
@@ -34,15 +39,17 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
           [&](const auto& team, index_t b, Real*) {
             const Matrices mats{{problem.logits.matrix(b), problem.grad_output.matrix(b),
                                  result.grad_logits.matrix(b), n}};
-            return math::unrolled_team<Real>(team, mats, T, T);
+            return seeds ? math::unrolled_team<Real>(team, mats, T, T)
+                         : math::convention_unrolled_team<Real>(team, mats, T, T, convention);
           },
           3 * static_cast<std::size_t>(n) * n, workspace);
     };
-    // rows_first without eps: the default replay of M^T with G^T, read and written transposed.
-    if (is_transposed_default_forward(problem.forward) && n <= max_cpu_team_n)
+    // rows_first and tilekernels: the replay of M^T with G^T, read and written transposed.
+    const bool transposed = last_step_normalises_columns(problem.forward.convention);
+    if (transposed && n <= max_cpu_team_n)
       return replay_in_team_form(math::CpuLogitMatrices<Real, true>{});
+    if (!seeds && n <= max_cpu_team_n) return replay_in_team_form(math::CpuLogitMatrices<Real>{});
     if (!is_default_forward(problem.forward)) {
-      const auto convention = math::convention_forward<Real>(problem.forward);
       solve_each_matrix_on_cpu(result, problem.grad_output.batch,
                                static_cast<std::size_t>(math::convention_unrolled_workspace(n, T)),
                                [&](index_t b, Real* work, Real*) {

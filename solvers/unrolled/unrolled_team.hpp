@@ -29,17 +29,22 @@
 namespace sinkgrad::math {
 
 // The tape in team storage, stride Reals per vector: row-side vectors at the checkpoints
-// t = 0, L, 2L, ...; one segment's row-side vectors at t = start .. start + L (row(k), k = t -
-// start) and column-side vectors at t = start + 1 .. start + L (column(k), k = t - start - 1).
-template <class Real>
+// t = 0, L, 2L, ... (two_sided: each followed by the column-side one); one segment's row-side
+// vectors at t = start .. start + L (row(k), k = t - start) and column-side vectors at
+// t = start + 1 .. start + L (column(k), k = t - start - 1; two_sided: from t = start, k = -1).
+// Two-sided tapes serve the forwards with eps, whose step t reads both vectors of step t - 1.
+template <class Real, bool two_sided>
 struct ReplayTape {
+  static constexpr int sides = two_sided ? 2 : 1;
   Real* base;
   int stride;
   int L;
   int segments;
-  SINKGRAD_HD Real* checkpoint(int s) const { return base + s * stride; }
-  SINKGRAD_HD Real* row(int k) const { return base + (segments + k) * stride; }
-  SINKGRAD_HD Real* column(int k) const { return base + (segments + L + 1 + k) * stride; }
+  SINKGRAD_HD Real* checkpoint(int s) const { return base + s * sides * stride; }
+  SINKGRAD_HD Real* row(int k) const { return base + (segments * sides + k) * stride; }
+  SINKGRAD_HD Real* column(int k) const {
+    return base + (segments * sides + L + sides + k) * stride;
+  }
 };
 
 template <class Team, class Real>
@@ -48,40 +53,53 @@ SINKGRAD_HD void load_own(const Team& team, const Real* where, typename Team::Ve
 }
 
 // Runs the forward from replay.start() and calls replay.seed() at step T, then replay.back()
-// for t = T .. 1 with the step's vectors (own components of u_t, v_t, u_{t-1} and all of v_t).
-// team.storage(): unrolled_workspace(team.stride(), T, L) Reals.
+// for t = T .. 1 with the step's vectors (own components of u_t, v_t, u_{t-1}, v_{t-1} (two-sided
+// replays only) and all of v_t). team.storage(): unrolled_workspace(team.stride(), T, L,
+// Replay::two_sided) Reals.
 template <class Real, class Team, class Replay>
 SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& replay) {
   using Vec = typename Team::Vec;
+  constexpr bool two_sided = Replay::two_sided;
   const int segments = (T + L - 1) / L;
-  const ReplayTape<Real> tape{team.storage(), team.stride(), L, segments};
+  // Two-sided replays keep one vector of their own first (convention_unrolled_team.hpp).
+  const ReplayTape<Real, two_sided> tape{team.storage() + (two_sided ? team.stride() : 0),
+                                         team.stride(), L, segments};
+  const auto store_state = [&](Real* where, const Vec& u, const Vec& v) {
+    team.store(where, u);
+    if constexpr (two_sided) team.store(where + team.stride(), v);
+  };
   Vec u, v;
-  replay.start(u);
-  team.store(tape.checkpoint(0), u);
+  replay.start(u, v);
+  store_state(tape.checkpoint(0), u, v);
   const int last_start = (segments - 1) * L;
   for (int t = 1; t <= last_start; ++t) {
-    replay.step(u, v);
-    if (t % L == 0) team.store(tape.checkpoint(t / L), u);
+    replay.step(u, v, t);
+    if (t % L == 0) store_state(tape.checkpoint(t / L), u, v);
   }
   for (int s = segments - 1; s >= 0; --s) {
     const int start = s * L;
     const int end = start + L < T ? start + L : T;
     team.sync();  // other lanes may still read the previous segment's vectors
-    if (s != segments - 1) load_own(team, tape.checkpoint(s), u);
+    if (s != segments - 1) {
+      load_own(team, tape.checkpoint(s), u);
+      if constexpr (two_sided) load_own(team, tape.checkpoint(s) + team.stride(), v);
+    }
     team.store(tape.row(0), u);
+    if constexpr (two_sided) team.store(tape.column(-1), v);
     for (int t = start + 1; t <= end; ++t) {
-      replay.step(u, v);
+      replay.step(u, v, t);
       team.store(tape.column(t - start - 1), v);
       team.store(tape.row(t - start), u);
     }
     team.sync();
     if (s == segments - 1) replay.seed(u, v, team.load(tape.column(end - start - 1)));
     for (int t = end; t > start; --t) {
-      Vec u_t, v_t, u_prev;
+      Vec u_t, v_t, u_prev, v_prev;
       load_own(team, tape.row(t - start), u_t);
       load_own(team, tape.column(t - start - 1), v_t);
       load_own(team, tape.row(t - start - 1), u_prev);
-      replay.back(u_t, v_t, team.load(tape.column(t - start - 1)), u_prev);
+      if constexpr (two_sided) load_own(team, tape.column(t - start - 2), v_prev);
+      replay.back(u_t, v_t, team.load(tape.column(t - start - 1)), u_prev, v_prev, t);
     }
   }
 }
@@ -96,11 +114,12 @@ struct LinearReplay {
   ColumnsOf<Team, Rows> Pt;
   Rows& Pbar;
   Vec a_bar, b_bar;
+  static constexpr bool two_sided = false;
 
-  SINKGRAD_HD void start(Vec& a) const {
+  SINKGRAD_HD void start(Vec& a, Vec&) const {
     team.each([&](Slot s) { a[s] = 1; });
   }
-  SINKGRAD_HD void step(Vec& a, Vec& b) const { linear_domain_step<Real>(team, P, Pt, a, b); }
+  SINKGRAD_HD void step(Vec& a, Vec& b, int) const { linear_domain_step<Real>(team, P, Pt, a, b); }
 
   template <class AllB>
   SINKGRAD_HD void seed(const Vec& a, const Vec&, const AllB& all_b) {
@@ -123,7 +142,8 @@ struct LinearReplay {
   }
 
   template <class AllB>
-  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev) {
+  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev,
+                        const Vec&, int) {
     const int n = team.n();
     Vec y_bar, z_bar;
     team.each([&](Slot s) { y_bar[s] = -a_bar[s] * a[s] * a[s]; });
@@ -151,11 +171,12 @@ struct LogReplay {
   const Team& team;
   const Matrices& mats;
   Rows& W;
+  static constexpr bool two_sided = false;
 
-  SINKGRAD_HD void start(Vec& f) const {
+  SINKGRAD_HD void start(Vec& f, Vec&) const {
     team.each([&](Slot s) { f[s] = 0; });
   }
-  SINKGRAD_HD void step(Vec& f, Vec& g) const {
+  SINKGRAD_HD void step(Vec& f, Vec& g, int) const {
     const int n = team.n();
     const auto& all_f = team.share(f);
     team.each([&](Slot s) { g[s] = negative_logsumexp<Team::cap, Real>(mats.M_col(s), all_f, n); });
@@ -178,7 +199,8 @@ struct LogReplay {
   }
 
   template <class AllG>
-  SINKGRAD_HD void back(const Vec& f, const Vec&, const AllG& all_g, const Vec& f_prev) const {
+  SINKGRAD_HD void back(const Vec& f, const Vec&, const AllG& all_g, const Vec& f_prev, const Vec&,
+                        int) const {
     const int n = team.n();
     // Row normalisation X_t = exp(M + f_t + g_t): lane-local.
     team.each([&](Slot s) {

@@ -13,7 +13,8 @@
 //   sinkgrad_bench_cuda [--benchmark_filter=cg_corrected] [--benchmark_format=json ...]
 //
 // The forward, unrolled and the plain systems (whose path depends on the convention: the exact
-// side) also run for rows_first, rows_first with eps = 1e-8 and tilekernels (eps = 1e-6),
+// side) also run for rows_first, columns_first with eps = 1e-6, rows_first with eps = 1e-8
+// and tilekernels (eps = 1e-6),
 // named e.g. "forward[rows_first]/n8/f32", so that their speed is printed beside
 // columns_first's. SINKGRAD_BENCH_FORWARD=NAME[:EPS] (e.g. rows_first, tilekernels:1e-6) runs
 // every kernel for that forward convention instead, and only for it.
@@ -289,6 +290,7 @@ void register_all() {
   std::vector<ForwardSpec> specs{bench_forward()};
   if (!one_forward)
     for (const ForwardSpec& spec : {ForwardSpec{ForwardConvention::rows_first, 0.0},
+                                    ForwardSpec{ForwardConvention::columns_first, 1e-6},
                                     ForwardSpec{ForwardConvention::rows_first, 1e-8},
                                     ForwardSpec{ForwardConvention::tilekernels, 1e-6}})
       specs.push_back(spec);

@@ -1,0 +1,278 @@
+#pragma once
+// The forward conventions with an eps in every denominator, and TileKernels' softmax base, in
+// team form (math/team.hpp), run by the CPU and the GPU for n <= 64.
+//
+// The team normalises columns, then rows, and ends on rows; rows_first and tilekernels run on
+// the transposed matrices (their last step normalises the columns of M, the rows of M^T). On
+// the team's matrix, the convention is then: X_0 = B, T steps of (columns; rows), each
+// X <- X / (X.sum(axis) + eps), with tilekernels' first column step left out (the softmax was
+// M's row normalisation, a column one of M^T). The base is B = exp(M) (columns_first,
+// rows_first) or B = S^T + eps, S = softmax_rows(M) (tilekernels).
+//
+// Linear domain, as forward/forward_team.hpp: X = diag(a) P diag(b). For B = exp(M),
+// P = exp(M - 1 m^T) (column maxima m) and b_0 = e^m; for the softmax base P = B, b_0 = 1. A
+// column step is b <- b / (b ⊙ (P^T a) + eps), i.e. b = 1 / (u + c_b) with u = P^T a and
+// c_b = eps / b_old, and c_b <- eps (u + c_b); rows the same way with c_a. Only c_b, never b_0,
+// is formed (c_b = exp(log eps - m) at first), so eps is added to sums of exp(M) as written,
+// without overflow. The last row step is the epilogue: R_ij = P_ij b_j / (sum_k P_ik b_k + c_a,i),
+// which makes the rows sum to 1 - eps / (...) exactly to rounding, as the formula does.
+//
+// Log domain (widely spread logits, an eps or a c_b out of the linear domain's range): the
+// potentials of forward/convention_forward.hpp, g <- g - log(exp(g + L) + eps), over log B.
+
+#include <type_traits>
+#include "forward/convention_forward.hpp"  // ConventionForward, log_add_exp
+
+#include "forward/forward_team.hpp"
+
+namespace sinkgrad::math {
+
+// log of the largest eps (and of the largest first c_b) the linear domain takes: 2^20.
+template <class Real>
+SINKGRAD_HD constexpr Real linear_domain_log_eps_cap() {
+  return Real(13.862944);
+}
+
+// The potential after dividing sums exp(old + L) by (sum + eps); minus_L = -L.
+template <class Real>
+SINKGRAD_HD Real eps_potential(const ConventionForward<Real>& c, Real old, Real minus_L) {
+  return c.eps == Real(0) ? minus_L : old - log_add_exp(old - minus_L, c.log_eps);
+}
+
+// Whether step t (1-based) normalises columns of the team's matrix (tilekernels' first not).
+template <class Real>
+SINKGRAD_HD bool team_step_has_columns(const ConventionForward<Real>& c, int t) {
+  return !(c.softmax_base && t == 1);
+}
+
+// lse[s] = logsumexp of row s of M (column s of the team's matrix, M^T); whether M is finite.
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD bool softmax_row_lse(const Team& team, const Matrices& mats, typename Team::Vec& lse) {
+  const int n = team.n();
+  bool finite = true;
+  team.each([&](Slot s) {
+    const auto& col = mats.M_col(s);
+    Real top = col[0];
+    for (int k = 0; k < n; ++k) {
+      if (!is_finite(col[k])) finite = false;
+      top = max_of(top, col[k]);
+    }
+    Real sum = 0;
+    for (int k = 0; k < n; ++k) sum += exp_of(col[k] - top);
+    lse[s] = top + log_of(sum);
+  });
+  return team.all(finite);
+}
+
+// log(S + eps) from log S.
+template <class Real>
+SINKGRAD_HD Real log_plus_eps(const ConventionForward<Real>& c, Real log_s) {
+  return c.eps == Real(0) ? log_s : log_add_exp(log_s, c.log_eps);
+}
+
+// Linear-domain set-up of the softmax base: P = S^T + eps (P[s] and, unless read out of the
+// rows, Pt[s] = column s of P), lse[s] = logsumexp of row s of M (column s of M^T). Returns
+// whether every entry of P is at least the linear domain's floor (and M finite: finite).
+template <class Real, class Team, class Matrices, class Rows>
+SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
+                                   const ConventionForward<Real>& c, bool& finite, Rows& P,
+                                   Rows& Pt, typename Team::Vec& lse) {
+  const int n = team.n();
+  finite = softmax_row_lse<Real>(team, mats, lse);
+  if (!finite) return false;
+  bool ok = true;
+  const auto& all_lse = team.share(lse);
+  const Real floor = exp_of(linear_domain_log_floor<Real>());
+  team.each([&](Slot s) {
+    const auto& row = mats.M_row(s);
+    const auto& col = mats.M_col(s);
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      P[s][j] = exp_of(row[j] - all_lse[j]) + c.eps;
+      if (!(P[s][j] >= floor)) ok = false;
+      if constexpr (!Team::columns_from_rows) Pt[s][j] = exp_of(col[j] - lse[s]) + c.eps;
+    }
+  });
+  return team.all(ok);
+}
+
+// The linear domain's set-up of convention c: P (and Pt) and c_b, the first column step's eps
+// term. Returns whether the linear domain takes the matrix (finite: whether M is all finite).
+template <class Real, class Team, class Matrices, class Rows>
+SINKGRAD_HD bool convention_linear_rows(const Team& team, const Matrices& mats,
+                                        const ConventionForward<Real>& c, bool& finite, Rows& P,
+                                        Rows& Pt, typename Team::Vec& c_b) {
+  const bool eps_in_range = c.log_eps <= linear_domain_log_eps_cap<Real>();
+  if (c.softmax_base) {
+    const bool linear = softmax_base_rows<Real>(team, mats, c, finite, P, Pt, c_b);
+    team.each([&](Slot s) { c_b[s] = c.eps; });
+    return linear && eps_in_range;
+  }
+  const bool linear = linear_domain_rows<Real>(team, mats, finite, P, Pt, &c_b);
+  bool in_range = true;  // c_b = eps e^-m
+  team.each([&](Slot s) {
+    const Real log_c = c.log_eps - c_b[s];
+    in_range = in_range && (c.eps == Real(0) || log_c <= -linear_domain_log_floor<Real>());
+    c_b[s] = c.eps == Real(0) ? Real(0) : exp_of(log_c);
+  });
+  return team.all(in_range) && linear && eps_in_range;
+}
+
+// The log domain of convention c reads only the logits' tiles (its loops index no register rows,
+// which keeps them small): log B at the team's (s, j), from M and the softmax's normalisers.
+template <class Real, class Team, class Matrices, class AllLse>
+struct LogBase {
+  const ConventionForward<Real>& c;
+  const Matrices& mats;
+  AllLse all_lse;  // logsumexp of M's rows (the team's columns), from team storage
+  const typename Team::Vec& lse;
+  SINKGRAD_HD Real row(Slot s, int j) const {
+    const Real m = mats.M_row(s)[j];
+    return c.softmax_base ? log_plus_eps(c, m - all_lse[j]) : m;
+  }
+  SINKGRAD_HD Real col(Slot s, int k) const {
+    const Real m = mats.M_col(s)[k];
+    return c.softmax_base ? log_plus_eps(c, m - lse[s]) : m;
+  }
+};
+
+// The log base of convention c, its normalisers kept in team.storage() (its first stride Reals:
+// a share() would not outlive the shares of the iteration).
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD auto log_base(const Team& team, const Matrices& mats, const ConventionForward<Real>& c,
+                          typename Team::Vec& lse) {
+  if (c.softmax_base) {
+    softmax_row_lse<Real>(team, mats, lse);
+    team.store(team.storage(), lse);
+  }
+  team.sync();
+  const auto all_lse = team.load(team.storage());  // unused for B = exp(M)
+  return LogBase<Real, Team, Matrices, std::decay_t<decltype(all_lse)>>{c, mats, all_lse, lse};
+}
+
+// -logsumexp_k(value(k) + x[k]) over k < n (a loop, not unrolled).
+template <class Real, class Value, class X>
+SINKGRAD_HD Real minus_logsumexp(int n, const Value& value, const X& x) {
+  Real top = value(0) + x[0];
+  for (int k = 1; k < n; ++k) top = max_of(top, value(k) + x[k]);
+  Real sum = 0;
+  for (int k = 0; k < n; ++k) sum += exp_of(value(k) + x[k] - top);
+  return -(top + log_of(sum));
+}
+
+// The potentials f, g of the T-step forward of convention c in the log domain; f is that before
+// the last row step (the caller applies it to the explicit iterate).
+template <class Real, class Team, class Base>
+SINKGRAD_HD void log_domain_potentials(const Team& team, const Base& base,
+                                       const ConventionForward<Real>& c, int T,
+                                       typename Team::Vec& f, typename Team::Vec& g) {
+  const int n = team.n();
+  team.each([&](Slot s) { f[s] = g[s] = 0; });
+  for (int t = 1; t <= T; ++t) {
+    if (team_step_has_columns(c, t)) {
+      const auto& all_f = team.share(f);
+      team.each([&](Slot s) {
+        g[s] = eps_potential(c, g[s],
+                             minus_logsumexp<Real>(
+                                 n, [&](int k) { return base.col(s, k); }, all_f));
+      });
+    }
+    if (t == T) break;
+    const auto& all_g = team.share(g);
+    team.each([&](Slot s) {
+      f[s] = eps_potential(c, f[s],
+                           minus_logsumexp<Real>(
+                               n, [&](int j) { return base.row(s, j); }, all_g));
+    });
+  }
+}
+
+// The forward of a convention with eps or the softmax base (see above); mats and the outcome as
+// sinkhorn_forward_team's; team.storage(): team.stride() Reals.
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD ForwardOutcome<Real> convention_forward_team(const Team& team, const Matrices& mats,
+                                                         int T, const ConventionForward<Real>& c) {
+  using Vec = typename Team::Vec;
+  const int n = team.n();
+  auto P = team.template rows<0>();
+  auto Pt = team.template rows<1>();
+  const ColumnsOf<Team, decltype(P)> columns{P, Pt};
+  Vec a, b, c_a, c_b;  // c_a = eps / a, c_b = eps / b: the eps terms of the scaled denominators
+  bool finite = true;
+  const bool linear = convention_linear_rows<Real>(team, mats, c, finite, P, Pt, c_b);
+  if (!finite) return forward_fail<Real>(team, mats);
+  if (linear) {
+    team.each([&](Slot s) {
+      a[s] = 1;
+      b[s] = 1;
+      c_a[s] = c.eps;
+    });
+    for (int t = 1; t <= T; ++t) {
+      if (team_step_has_columns(c, t)) {
+        const auto& all_a = team.share(a);
+        team.each([&](Slot s) {
+          const Real u = dot_n<Team::cap>(columns[s], all_a, n) + c_b[s];
+          b[s] = reciprocal_in_range(u);
+          c_b[s] = c.eps * u;
+        });
+      }
+      if (t == T) break;
+      const auto& all_b = team.share(b);
+      team.each([&](Slot s) {
+        const Real v = dot_n<Team::cap>(P[s], all_b, n) + c_a[s];
+        a[s] = reciprocal_in_range(v);
+        c_a[s] = c.eps * v;
+      });
+    }
+    bool in_range = true;  // scaling vectors and eps terms finite (M is still in its tile)
+    team.each([&](Slot s) {
+      in_range = in_range && is_finite(b[s]) && is_finite(c_a[s]) && b[s] > Real(0);
+    });
+    if (team.all(in_range)) {
+      const auto& all_b = team.share(b);
+      team.each([&](Slot s) {
+        write_normalised_row<Real, Team>(
+            mats.R_row(s), n, [&](int j) { return P[s][j] * all_b[j]; }, c_a[s]);
+      });
+      return forward_violation<Real>(team, mats);
+    }
+  }
+  const auto base = log_base<Real>(team, mats, c, c_b);
+  Vec& f = a;
+  Vec& g = b;
+  log_domain_potentials<Real>(team, base, c, T, f, g);
+  const auto& all_g = team.share(g);
+  team.sync();  // R may overwrite M: every lane has read the last of M it needs but its row
+  team.each([&](Slot s) {
+    Real sum = 0;
+    for (int j = 0; j < n; ++j) sum += exp_of(base.row(s, j) + f[s] + all_g[j]);
+    const Real inverse = Real(1) / (sum + c.eps);
+    const auto& R = mats.R_row(s);
+    for (int j = 0; j < n; ++j) R[j] = exp_of(base.row(s, j) + f[s] + all_g[j]) * inverse;
+  });
+  return forward_violation<Real>(team, mats);
+}
+
+// The team forward of the seeds' convention and of any other, as the CPU and CUDA drivers call
+// them: forward(team, mats, T).
+template <class Real>
+struct SeedsTeamForward {
+  static constexpr int storage_vectors = 0;  // team.storage() it needs, in vectors
+  template <class Team, class Matrices>
+  SINKGRAD_HD ForwardOutcome<Real> operator()(const Team& team, const Matrices& mats, int T) const {
+    return sinkhorn_forward_team<Real>(team, mats, T);
+  }
+};
+
+template <class Real>
+struct ConventionTeamForward {
+  static constexpr int storage_vectors = 1;
+  ConventionForward<Real> convention;
+  template <class Team, class Matrices>
+  SINKGRAD_HD ForwardOutcome<Real> operator()(const Team& team, const Matrices& mats, int T) const {
+    return convention_forward_team<Real>(team, mats, T, convention);
+  }
+};
+
+}  // namespace sinkgrad::math

@@ -1,0 +1,209 @@
+#pragma once
+// `unrolled` of the forwards with eps and of TileKernels' softmax base, in team form: the exact
+// derivative of forward/convention_team.hpp, run by the CPU and the GPU for n <= 64 (on the
+// transposed matrices for rows_first and tilekernels, as the forward).
+//
+// Linear domain. Step t: u = P^T a_{t-1}, b_t = 1 / (u + eps / b_{t-1}), v = P b_t,
+// a_t = 1 / (v + eps / a_{t-1}) (eps / b_0 = e^-m eps, c_b of the forward; tilekernels' step 1
+// has no column normalisation, b_1 = b_0 = 1). Reversing it with ȳ = -ā a_t² (adjoint of v):
+//     b̄ += P^T ȳ,  z̄ = -b̄ b_t²,  P̄ += ȳ b_t^T + a_{t-1} z̄^T,
+//     ā_{t-1} = P z̄ - ȳ eps / a_{t-1}²,   b̄_{t-1} = -z̄ eps / b_{t-1}²
+// (unrolled_team.hpp's step with the two eps terms; b_0 and a_0 are constants). The forward
+// depends on M only through X_0 = P diag(b_0) with the maxima held fixed, so dL/dM = P ⊙ P̄ for
+// B = exp(M). For the softmax base P = S^T + eps: S̄^T = P̄, and the softmax's reverse
+// dM_js = S_js (S̄_js - sum_k S̄_jk S_jk).
+//
+// Log domain: W = X ⊙ dL/dX, reversed as unrolled_team.hpp's LogReplay over log B (eps changes
+// the iterates, not the form: convention_unrolled.hpp); at the end W = dL/d log B, and for the
+// softmax base W_S = W ⊙ S / (S + eps) before the softmax's reverse.
+
+#include "forward/convention_team.hpp"
+#include "solvers/unrolled/unrolled_team.hpp"
+
+namespace sinkgrad::math {
+
+template <class Real, class Team, class Matrices, class Rows>
+struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
+  using Vec = typename Team::Vec;
+  using Base = LinearReplay<Real, Team, Matrices, Rows>;
+  using Base::a_bar, Base::b_bar, Base::P, Base::Pt, Base::Pbar, Base::team;
+  static constexpr bool two_sided = true;
+  const ConventionForward<Real>& c;
+  const Vec& c_b0;  // eps / b_0
+
+  SINKGRAD_HD void start(Vec& a, Vec& b) const {
+    team.each([&](Slot s) {
+      a[s] = 1;
+      b[s] = 1;  // b_0 itself (e^m) is never read: step 1 takes c_b0
+    });
+  }
+  SINKGRAD_HD void step(Vec& a, Vec& b, int t) const {
+    const int n = team.n();
+    if (team_step_has_columns(c, t)) {
+      const auto& all_a = team.share(a);
+      team.each([&](Slot s) {
+        const Real c_b = t == 1 ? c_b0[s] : c.eps / b[s];
+        b[s] = Real(1) / (dot_n<Team::cap>(Pt[s], all_a, n) + c_b);
+      });
+    }
+    const auto& all_b = team.share(b);
+    team.each([&](Slot s) { a[s] = Real(1) / (dot_n<Team::cap>(P[s], all_b, n) + c.eps / a[s]); });
+  }
+
+  template <class AllB>
+  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev,
+                        const Vec& b_prev, int t) {
+    const int n = team.n();
+    const bool columns = team_step_has_columns(c, t);
+    Vec y_bar, z_bar;
+    team.each([&](Slot s) { y_bar[s] = -a_bar[s] * a[s] * a[s]; });
+    const auto& all_y = team.share(y_bar);
+    team.each([&](Slot s) {
+      const Real b_total = b_bar[s] + dot_n<Team::cap>(Pt[s], all_y, n);
+      z_bar[s] = columns ? -b_total * b[s] * b[s] : Real(0);
+      b_bar[s] = t > 1 ? (columns ? -z_bar[s] * c.eps / (b_prev[s] * b_prev[s]) : b_total) : 0;
+    });
+    const auto& all_z = team.share(z_bar);
+    team.each([&](Slot s) {
+      a_bar[s] = dot_n<Team::cap>(P[s], all_z, n) - y_bar[s] * c.eps / (a_prev[s] * a_prev[s]);
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        Pbar[s][j] += y_bar[s] * all_b[j] + a_prev[s] * all_z[j];
+      }
+    });
+  }
+};
+
+// W lives in the gradient's rows (the G tile on the GPU, overwritten in place: W_ij = X_ij G_ij),
+// so that no loop here indexes register rows (they stay short loops, not unrolled code).
+template <class Real, class Team, class Matrices, class Base>
+struct ConventionLogReplay {
+  using Vec = typename Team::Vec;
+  static constexpr bool two_sided = true;
+  const Team& team;
+  const Matrices& mats;
+  const ConventionForward<Real>& c;
+  const Base& base;
+
+  SINKGRAD_HD void start(Vec& f, Vec& g) const {
+    team.each([&](Slot s) { f[s] = g[s] = 0; });
+  }
+  SINKGRAD_HD void step(Vec& f, Vec& g, int t) const {
+    const int n = team.n();
+    if (team_step_has_columns(c, t)) {
+      const auto& all_f = team.share(f);
+      team.each([&](Slot s) {
+        g[s] = eps_potential(c, g[s],
+                             minus_logsumexp<Real>(
+                                 n, [&](int k) { return base.col(s, k); }, all_f));
+      });
+    }
+    const auto& all_g = team.share(g);
+    team.each([&](Slot s) {
+      f[s] = eps_potential(c, f[s],
+                           minus_logsumexp<Real>(
+                               n, [&](int j) { return base.row(s, j); }, all_g));
+    });
+  }
+  template <class AllG>
+  SINKGRAD_HD void seed(const Vec& f, const Vec&, const AllG& all_g) const {
+    const int n = team.n();
+    team.sync();  // the linear replay's lanes may still read G's columns
+    team.each([&](Slot s) {
+      const auto& G = mats.G_row(s);
+      const auto& W = mats.grad_row(s);
+      for (int j = 0; j < n; ++j) W[j] = exp_of(base.row(s, j) + f[s] + all_g[j]) * G[j];
+    });
+  }
+  template <class AllG>
+  SINKGRAD_HD void back(const Vec& f, const Vec&, const AllG& all_g, const Vec& f_prev, const Vec&,
+                        int t) const {
+    const int n = team.n();
+    team.each([&](Slot s) {  // the row normalisation, X_t = exp(log B + f_t + g_t)
+      const auto& W = mats.grad_row(s);
+      Real row_sum = 0;
+      for (int j = 0; j < n; ++j) row_sum += W[j];
+      for (int j = 0; j < n; ++j) W[j] -= exp_of(base.row(s, j) + f[s] + all_g[j]) * row_sum;
+    });
+    if (!team_step_has_columns(c, t)) return;
+    for (int j = 0; j < n; ++j) {  // the column one, Y_t = exp(log B + f_{t-1} + g_t)
+      const Real column_sum = team.sum([&](Slot s) { return mats.grad_row(s)[j]; });
+      team.each([&](Slot s) {
+        mats.grad_row(s)[j] -= exp_of(base.row(s, j) + f_prev[s] + all_g[j]) * column_sum;
+      });
+    }
+  }
+};
+
+// dL/dM for one matrix of the T-step forward of convention c (mats as unrolled_team's);
+// team.storage(): unrolled_workspace(team.stride(), T, L, true) Reals (the log base's normalisers,
+// then the two-sided tape).
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matrices& mats, int T,
+                                                   int L, const ConventionForward<Real>& c) {
+  using Vec = typename Team::Vec;
+  const int n = team.n();
+  bool G_finite = true;
+  team.each([&](Slot s) {
+    const auto& G = mats.G_row(s);
+    for (int j = 0; j < n; ++j)
+      if (!is_finite(G[j])) G_finite = false;
+  });
+  if (!team.all(G_finite)) return team_fail<Real>(team, mats, SolveStatus::invalid_input);
+  auto P = team.template rows<0>();
+  auto Pt = team.template rows<1>();
+  auto adjoint = team.template rows<2>();  // P̄ (linear domain) or W (log domain)
+  using Rows = decltype(P);
+  Vec lse;  // the softmax's row normalisers (column s of the team's matrix)
+  // S_js, the softmax entry at team position (s, j), and the softmax's reverse written as the
+  // gradient: of S̄ = x(s, j), or (times_S) of x = S ⊙ S̄.
+  const auto softmax = [&](Slot s, int j, const auto& all_lse) {
+    return exp_of(mats.M_row(s)[j] - all_lse[j]);
+  };
+  const auto softmax_back = [&](auto x, bool times_S) {
+    softmax_row_lse<Real>(team, mats, lse);
+    const auto& all_lse = team.share(lse);
+    Real dot[Team::cap];
+    for_n<Team::cap>(n, [&](int j) {
+      dot[j] =
+          team.sum([&](Slot s) { return times_S ? x(s, j) : x(s, j) * softmax(s, j, all_lse); });
+    });
+    return write_if_finite<Real>(team, mats, [&](Slot s, int j) {
+      const Real S = softmax(s, j, all_lse);
+      return times_S ? x(s, j) - S * dot[j] : S * (x(s, j) - dot[j]);
+    });
+  };
+  bool finite = true;
+  Vec c_b0{};
+  if (convention_linear_rows<Real>(team, mats, c, finite, P, Pt, c_b0)) {
+    ConventionLinearReplay<Real, Team, Matrices, Rows> replay{
+        {team, mats, P, {P, Pt}, adjoint, {}, {}}, c, c_b0};
+    replay_in_reverse<Real>(team, T, L, replay);
+    const bool written =
+        c.softmax_base ? softmax_back([&](Slot s, int j) { return adjoint[s][j]; }, false)
+                       : write_if_finite<Real>(
+                             team, mats, [&](Slot s, int j) { return P[s][j] * adjoint[s][j]; });
+    if (written) return {SolveStatus::ok, T};
+  } else if (!finite) {
+    return team_fail<Real>(team, mats, SolveStatus::invalid_input);
+  }
+  const auto base = log_base<Real>(team, mats, c, lse);
+  ConventionLogReplay<Real, Team, Matrices, decltype(base)> replay{team, mats, c, base};
+  replay_in_reverse<Real>(team, T, L, replay);
+  const auto W = [&](Slot s, int j) { return mats.grad_row(s)[j]; };
+  bool written = false;
+  if (c.softmax_base) {  // W_S = W ⊙ S / (S + eps) = W (1 - eps / B)
+    written = softmax_back(
+        [&](Slot s, int j) {
+          return c.eps == Real(0) ? W(s, j) : W(s, j) * -expm1_of(c.log_eps - base.row(s, j));
+        },
+        true);
+  } else {
+    written = write_if_finite<Real>(team, mats, W);
+  }
+  if (written) return {SolveStatus::ok, T};
+  return team_fail<Real>(team, mats, SolveStatus::breakdown, T);
+}
+
+}  // namespace sinkgrad::math
