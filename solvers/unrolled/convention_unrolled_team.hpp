@@ -136,6 +136,34 @@ struct ConventionLogReplay {
   }
 };
 
+// The softmax's reverse, in place in the gradient's rows, which hold S̄^T (or, times_S,
+// S^T ⊙ S̄^T): dM_js = S_js (S̄_js - sum_k S̄_jk S_jk), a row of S being a column of the team's.
+// Short loops over the tiles: one text for both domains, no unrolled copy of it.
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats,
+                                       typename Team::Vec& lse, int T, bool times_S) {
+  const int n = team.n();
+  softmax_row_lse<Real>(team, mats, lse);
+  team.store(team.storage(), lse);
+  team.sync();
+  const auto all_lse = team.load(team.storage());
+  const auto S = [&](Slot s, int j) { return exp_of(mats.M_row(s)[j] - all_lse[j]); };
+  bool finite = true;
+  for (int j = 0; j < n; ++j) {
+    const Real dot = team.sum([&](Slot s) {
+      const Real x = mats.grad_row(s)[j];
+      return times_S ? x : x * S(s, j);
+    });
+    team.each([&](Slot s) {
+      Real& x = mats.grad_row(s)[j];
+      x = times_S ? x - S(s, j) * dot : S(s, j) * (x - dot);
+      if (!is_finite(x)) finite = false;
+    });
+  }
+  if (team.all(finite)) return {SolveStatus::ok, T};
+  return team_fail<Real>(team, mats, SolveStatus::breakdown, T);
+}
+
 // dL/dM for one matrix of the T-step forward of convention c (mats as unrolled_team's);
 // team.storage(): unrolled_workspace(team.stride(), T, L, true) Reals (the log base's normalisers,
 // then the two-sided tape).
@@ -156,53 +184,34 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
   auto adjoint = team.template rows<2>();  // P̄ (linear domain) or W (log domain)
   using Rows = decltype(P);
   Vec lse;  // the softmax's row normalisers (column s of the team's matrix)
-  // S_js, the softmax entry at team position (s, j), and the softmax's reverse written as the
-  // gradient: of S̄ = x(s, j), or (times_S) of x = S ⊙ S̄.
-  const auto softmax = [&](Slot s, int j, const auto& all_lse) {
-    return exp_of(mats.M_row(s)[j] - all_lse[j]);
-  };
-  const auto softmax_back = [&](auto x, bool times_S) {
-    softmax_row_lse<Real>(team, mats, lse);
-    const auto& all_lse = team.share(lse);
-    Real dot[Team::cap];
-    for_n<Team::cap>(n, [&](int j) {
-      dot[j] =
-          team.sum([&](Slot s) { return times_S ? x(s, j) : x(s, j) * softmax(s, j, all_lse); });
-    });
-    return write_if_finite<Real>(team, mats, [&](Slot s, int j) {
-      const Real S = softmax(s, j, all_lse);
-      return times_S ? x(s, j) - S * dot[j] : S * (x(s, j) - dot[j]);
-    });
-  };
   bool finite = true;
   Vec c_b0{};
   if (convention_linear_rows<Real>(team, mats, c, finite, P, Pt, c_b0)) {
     ConventionLinearReplay<Real, Team, Matrices, Rows> replay{
         {team, mats, P, {P, Pt}, adjoint, {}, {}}, c, c_b0};
     replay_in_reverse<Real>(team, T, L, replay);
-    const bool written =
-        c.softmax_base ? softmax_back([&](Slot s, int j) { return adjoint[s][j]; }, false)
-                       : write_if_finite<Real>(
-                             team, mats, [&](Slot s, int j) { return P[s][j] * adjoint[s][j]; });
-    if (written) return {SolveStatus::ok, T};
+    if (!c.softmax_base) {
+      if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return P[s][j] * adjoint[s][j]; }))
+        return {SolveStatus::ok, T};
+    } else if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return adjoint[s][j]; })) {
+      return softmax_back<Real>(team, mats, lse, T, /*times_S=*/false);  // S̄^T = P̄
+    }
   } else if (!finite) {
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   }
   const auto base = log_base<Real>(team, mats, c, lse);
   ConventionLogReplay<Real, Team, Matrices, decltype(base)> replay{team, mats, c, base};
   replay_in_reverse<Real>(team, T, L, replay);
-  const auto W = [&](Slot s, int j) { return mats.grad_row(s)[j]; };
-  bool written = false;
-  if (c.softmax_base) {  // W_S = W ⊙ S / (S + eps) = W (1 - eps / B)
-    written = softmax_back(
-        [&](Slot s, int j) {
-          return c.eps == Real(0) ? W(s, j) : W(s, j) * -expm1_of(c.log_eps - base.row(s, j));
-        },
-        true);
-  } else {
-    written = write_if_finite<Real>(team, mats, W);
+  if (c.softmax_base) {  // W_S = W ⊙ S / (S + eps) = W (1 - eps / B), in place
+    if (c.eps != Real(0))
+      team.each([&](Slot s) {
+        const auto& W = mats.grad_row(s);
+        for (int j = 0; j < n; ++j) W[j] *= -expm1_of(c.log_eps - base.row(s, j));
+      });
+    return softmax_back<Real>(team, mats, lse, T, /*times_S=*/true);
   }
-  if (written) return {SolveStatus::ok, T};
+  if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return mats.grad_row(s)[j]; }))
+    return {SolveStatus::ok, T};
   return team_fail<Real>(team, mats, SolveStatus::breakdown, T);
 }
 

@@ -18,7 +18,7 @@ namespace sinkgrad::testing {
 inline std::string convention_steps(const std::string& convention, int T) {
   std::string steps;
   if (convention == "tilekernels") {
-    steps = "c";
+    steps.push_back('c');  // (= "c" tripped GCC 12's -Wrestrict here)
     for (int t = 1; t < T; ++t) steps += "rc";
   } else {
     for (int t = 0; t < T; ++t) steps += convention == "rows_first" ? "rc" : "cr";
