@@ -359,7 +359,9 @@ def cpu_memory_events(work):
             work()
         finally:
             events = _disable_profiler().events()
-    return [(e.start_us(), e.nbytes()) for e in events
+    # torch >= 2.x names the start time in nanoseconds (start_ns), 1.13 in microseconds.
+    start = "start_ns" if events and hasattr(events[0], "start_ns") else "start_us"
+    return [(getattr(e, start)(), e.nbytes()) for e in events
             if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
 
 
