@@ -101,14 +101,15 @@ SINKGRAD_HD void for_n(int n, F&& f) {
   }
 }
 
-// The canonical sum of v[0 .. n) (see above), on one thread.
-template <class Real>
-SINKGRAD_HD Real canonical_sum(const Real* v, int n) {
+// The canonical sum of value(0 .. n) (see above), on one thread (no copy of the n values: an
+// array of CpuTeam's cap, 1024, written up to n only, read as maybe uninitialised by GCC 13).
+template <class Real, class Value>
+SINKGRAD_HD Real canonical_sum(int n, const Value& value) {
   const int width = team_width(n);
   Real lane[32];
   for (int l = 0; l < width; ++l) {
     Real partial = 0;
-    for (int i = l; i < n; i += width) partial += v[i];
+    for (int i = l; i < n; i += width) partial += value(i);
     lane[l] = partial;
   }
   for (int distance = width / 2; distance > 0; distance /= 2)
@@ -153,9 +154,7 @@ class CpuTeam {
 
   template <class F>
   Real sum(F&& f) const {
-    Real values[Cap];
-    for (int i = 0; i < n_; ++i) values[i] = f(Slot{i, i});
-    return canonical_sum(values, n_);
+    return canonical_sum<Real>(n_, [&](int i) { return f(Slot{i, i}); });
   }
 
   template <class F>
