@@ -161,31 +161,28 @@ SINKGRAD_HD Real minus_logsumexp(int n, const Value& value, const X& x) {
   return -(top + log_of(sum));
 }
 
-// The potentials f, g of the T-step forward of convention c in the log domain; f is that before
-// the last row step (the caller applies it to the explicit iterate).
+// Step t of convention c in the log domain on the potentials f, g: its column normalisation
+// (tilekernels' first has none) and, if rows, its row normalisation.
 template <class Real, class Team, class Base>
-SINKGRAD_HD void log_domain_potentials(const Team& team, const Base& base,
-                                       const ConventionForward<Real>& c, int T,
-                                       typename Team::Vec& f, typename Team::Vec& g) {
+SINKGRAD_HD void log_domain_step(const Team& team, const Base& base,
+                                 const ConventionForward<Real>& c, typename Team::Vec& f,
+                                 typename Team::Vec& g, int t, bool rows) {
   const int n = team.n();
-  team.each([&](Slot s) { f[s] = g[s] = 0; });
-  for (int t = 1; t <= T; ++t) {
-    if (team_step_has_columns(c, t)) {
-      const auto& all_f = team.share(f);
-      team.each([&](Slot s) {
-        g[s] = eps_potential(c, g[s],
-                             minus_logsumexp<Real>(
-                                 n, [&](int k) { return base.col(s, k); }, all_f));
-      });
-    }
-    if (t == T) break;
-    const auto& all_g = team.share(g);
+  if (team_step_has_columns(c, t)) {
+    const auto& all_f = team.share(f);
     team.each([&](Slot s) {
-      f[s] = eps_potential(c, f[s],
+      g[s] = eps_potential(c, g[s],
                            minus_logsumexp<Real>(
-                               n, [&](int j) { return base.row(s, j); }, all_g));
+                               n, [&](int k) { return base.col(s, k); }, all_f));
     });
   }
+  if (!rows) return;
+  const auto& all_g = team.share(g);
+  team.each([&](Slot s) {
+    f[s] = eps_potential(c, f[s],
+                         minus_logsumexp<Real>(
+                             n, [&](int j) { return base.row(s, j); }, all_g));
+  });
 }
 
 // The forward of a convention with eps or the softmax base (see above); mats and the outcome as
@@ -241,7 +238,9 @@ SINKGRAD_HD ForwardOutcome<Real> convention_forward_team(const Team& team, const
   const auto base = log_base<Real>(team, mats, c, c_b);
   Vec& f = a;
   Vec& g = b;
-  log_domain_potentials<Real>(team, base, c, T, f, g);
+  team.each([&](Slot s) { f[s] = g[s] = 0; });
+  // The last row step is applied to the explicit iterate below.
+  for (int t = 1; t <= T; ++t) log_domain_step<Real>(team, base, c, f, g, t, t < T);
   const auto& all_g = team.share(g);
   team.sync();  // R may overwrite M: every lane has read the last of M it needs but its row
   team.each([&](Slot s) {

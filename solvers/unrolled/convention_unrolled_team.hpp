@@ -90,21 +90,7 @@ struct ConventionLogReplay {
     team.each([&](Slot s) { f[s] = g[s] = 0; });
   }
   SINKGRAD_HD void step(Vec& f, Vec& g, int t) const {
-    const int n = team.n();
-    if (team_step_has_columns(c, t)) {
-      const auto& all_f = team.share(f);
-      team.each([&](Slot s) {
-        g[s] = eps_potential(c, g[s],
-                             minus_logsumexp<Real>(
-                                 n, [&](int k) { return base.col(s, k); }, all_f));
-      });
-    }
-    const auto& all_g = team.share(g);
-    team.each([&](Slot s) {
-      f[s] = eps_potential(c, f[s],
-                           minus_logsumexp<Real>(
-                               n, [&](int j) { return base.row(s, j); }, all_g));
-    });
+    log_domain_step<Real>(team, base, c, f, g, t, true);
   }
   template <class AllG>
   SINKGRAD_HD void seed(const Vec& f, const Vec&, const AllG& all_g) const {
