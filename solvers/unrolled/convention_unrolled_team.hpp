@@ -22,6 +22,8 @@
 
 namespace sinkgrad::math {
 
+// LinearReplay with the eps terms in its step and reverse. The default's own back() stays
+// without them (its kernel is the measured default; eps = 0 here would add their work to it).
 template <class Real, class Team, class Matrices, class Rows>
 struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
   using Vec = typename Team::Vec;
