@@ -44,6 +44,10 @@ inline bool is_default_forward(const ForwardSpec& spec) {
 inline bool is_transposed_default_forward(const ForwardSpec& spec) {
   return spec.convention == ForwardConvention::rows_first && spec.eps == 0;
 }
+// Either of the two: the forwards whose team forms are the seeds' (on M or on M^T).
+inline bool is_seeds_forward_up_to_transpose(const ForwardSpec& spec) {
+  return is_default_forward(spec) || is_transposed_default_forward(spec);
+}
 // Whether the last step normalises columns (so columns, not rows, sum to 1 exactly).
 inline bool last_step_normalises_columns(ForwardConvention convention) {
   return convention != ForwardConvention::columns_first;

@@ -1,50 +1,19 @@
 // CUDA batch driver of the Sinkhorn forward: for n <= 64 the team form of
-// forward/forward_team.hpp (one team of lanes per matrix, backend/cuda/launch.cuh), above
+// forward/forward_team.hpp (one team of lanes per matrix, forward/forward_cuda_teams.hpp), above
 // that the log-domain loop of forward/log_domain.hpp, one thread per matrix. rows_first without
 // eps runs the same team form on the transposed tiles; the other conventions that of
 // forward/convention_team.hpp (n <= 64) or the log-domain form of
 // forward/convention_forward.hpp, one thread per matrix (n > 64).
 
-#include "backend/cuda/launch.cuh"
 #include "backend/cuda/per_matrix_launch.cuh"
 #include "forward/convention_forward.hpp"
-#include "forward/convention_team.hpp"
 #include "forward/forward_cuda.hpp"
-#include "forward/forward_team.hpp"
+#include "forward/forward_cuda_teams.hpp"
 #include "forward/log_domain.hpp"
+#include "math/team.hpp"
 
 namespace sinkgrad::cuda {
 namespace {
-
-// The logits read from their tile (only the set-up of the linear domain and the log-domain
-// fallback read them, so registers are left to P); R written over them in place (the forward
-// writes R only after the team's last read of M).
-template <class Real>
-struct ForwardTileMatrices {
-  Tile<Real> M_tile, R_tile;
-  __device__ math::StridedView<Real> M_row(math::Slot s) const { return M_tile.row(s.i); }
-  __device__ math::StridedView<Real> M_col(math::Slot s) const { return M_tile.col(s.i); }
-  __device__ math::StridedView<Real> R_row(math::Slot s) const { return R_tile.row(s.i); }
-  __device__ math::StridedView<Real> R_col(math::Slot s) const { return R_tile.col(s.i); }
-};
-
-template <class Real, class Shape, class TeamForward>
-struct ForwardTeam {
-  int iterations;
-  Real* column_violation;
-  unsigned long long* invalid_count;
-  TeamForward forward;
-  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> R,
-                                      index_t b) const {
-    const ForwardTileMatrices<Real> mats{M, R};
-    const auto outcome = forward(team, mats, iterations);
-    if (team.leader()) {
-      if (!outcome.finite && invalid_count != nullptr) atomicAdd(invalid_count, 1ULL);
-      if (column_violation != nullptr) column_violation[b] = outcome.violation;
-    }
-    return {};
-  }
-};
 
 template <class Real>
 __global__ void forward_kernel(BatchView<const Real> logits, int iterations, BatchView<Real> R,
@@ -82,24 +51,6 @@ __global__ void convention_forward_kernel(math::ConventionForward<Real> conventi
   }
 }
 
-// The team form for n <= 64 (the seeds' or a convention's: TeamForward); orientation
-// transposed runs it on every M^T and stores R transposed back (rows_first, tilekernels).
-template <class Real, TileOrientation orientation = TileOrientation::as_stored,
-          class TeamForward = math::SeedsTeamForward<Real>>
-void forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real> R,
-                   Real* column_violation, unsigned long long* invalid_count, cudaStream_t stream,
-                   TeamForward forward = {}) {
-  constexpr SmallMatrices small =
-      sizeof(Real) == 8 ? SmallMatrices::four_lanes : SmallMatrices::one_thread_to_8;
-  with_team_shape<small>(logits.n, [&](auto shape) {
-    using Shape = decltype(shape);
-    launch_teams<Real, Shape, orientation>(
-        logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
-        ForwardTeam<Real, Shape, TeamForward>{iterations, column_violation, invalid_count, forward},
-        Staging::on, TeamForward::storage_vectors * Shape::cap, stream);
-  });
-}
-
 }  // namespace
 
 template <class Real>
@@ -112,17 +63,11 @@ void convention_forward(BatchView<const Real> logits, int iterations, BatchView<
   if (logits.batch == 0) return;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
   if (logits.n <= math::max_team_n) {
-    // The team's violation is that of its tile's columns: R's rows for the transposed ones, as
-    // rows_first and tilekernels report.
     if (is_transposed_default_forward(forward))
-      return forward_teams<Real, TileOrientation::transposed>(
-          logits, iterations, R, column_violation, invalid_count, cuda_stream);
-    const math::ConventionTeamForward<Real> team_forward{math::convention_forward<Real>(forward)};
-    if (last_step_normalises_columns(forward.convention))
-      return forward_teams<Real, TileOrientation::transposed>(
-          logits, iterations, R, column_violation, invalid_count, cuda_stream, team_forward);
-    return forward_teams<Real>(logits, iterations, R, column_violation, invalid_count, cuda_stream,
-                               team_forward);
+      return forward_detail::seeds_forward_teams(logits, iterations, R, column_violation,
+                                                 invalid_count, true, stream);
+    return forward_detail::convention_forward_teams(logits, iterations, R, column_violation,
+                                                    invalid_count, forward, stream);
   }
   const std::size_t stride = detail::padded_workspace(
       static_cast<std::size_t>(math::convention_forward_workspace(logits.n)));
@@ -150,7 +95,8 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
     throw Error("forward: logits and R must have the same shape");
   if (logits.batch == 0) return;
   if (logits.n <= math::max_team_n)
-    return forward_teams(logits, iterations, R, column_violation, invalid_count, stream);
+    return forward_detail::seeds_forward_teams(logits, iterations, R, column_violation,
+                                               invalid_count, false, stream_handle);
   const std::size_t stride = detail::padded_workspace(2 * static_cast<std::size_t>(logits.n));
   auto kernel = &forward_kernel<Real>;
   const detail::LaunchShape shape =

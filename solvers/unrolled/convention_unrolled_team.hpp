@@ -8,7 +8,9 @@
 // has no column normalisation, b_1 = b_0 = 1). Reversing it with ȳ = -ā a_t² (adjoint of v):
 //     b̄ += P^T ȳ,  z̄ = -b̄ b_t²,  P̄ += ȳ b_t^T + a_{t-1} z̄^T,
 //     ā_{t-1} = P z̄ - ȳ eps / a_{t-1}²,   b̄_{t-1} = -z̄ eps / b_{t-1}²
-// (unrolled_team.hpp's step with the two eps terms; b_0 and a_0 are constants). The forward
+// (unrolled_team.hpp's step with the two eps terms; b_0 and a_0 are constants). Every division
+// is a reciprocal in range, as in the forward: the replay keeps to the linear domain's range
+// (a gradient that leaves it is not finite and is replayed in the log domain). The forward
 // depends on M only through X_0 = P diag(b_0) with the maxima held fixed, so dL/dM = P ⊙ P̄ for
 // B = exp(M). For the softmax base P = S^T + eps: S̄^T = P̄, and the softmax's reverse
 // dM_js = S_js (S̄_js - sum_k S̄_jk S_jk).
@@ -44,12 +46,15 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
     if (team_step_has_columns(c, t)) {
       const auto& all_a = team.share(a);
       team.each([&](Slot s) {
-        const Real c_b = t == 1 ? c_b0[s] : c.eps / b[s];
-        b[s] = Real(1) / (dot_n<Team::cap>(Pt[s], all_a, n) + c_b);
+        const Real c_b = t == 1 ? c_b0[s] : c.eps * reciprocal_in_range(b[s]);
+        b[s] = reciprocal_in_range(dot_n<Team::cap>(Pt[s], all_a, n) + c_b);
       });
     }
     const auto& all_b = team.share(b);
-    team.each([&](Slot s) { a[s] = Real(1) / (dot_n<Team::cap>(P[s], all_b, n) + c.eps / a[s]); });
+    team.each([&](Slot s) {
+      a[s] =
+          reciprocal_in_range(dot_n<Team::cap>(P[s], all_b, n) + c.eps * reciprocal_in_range(a[s]));
+    });
   }
 
   template <class AllB>
@@ -63,11 +68,13 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
     team.each([&](Slot s) {
       const Real b_total = b_bar[s] + dot_n<Team::cap>(Pt[s], all_y, n);
       z_bar[s] = columns ? -b_total * b[s] * b[s] : Real(0);
-      b_bar[s] = t > 1 ? (columns ? -z_bar[s] * c.eps / (b_prev[s] * b_prev[s]) : b_total) : 0;
+      const Real r = reciprocal_in_range(b_prev[s]);
+      b_bar[s] = t > 1 ? (columns ? -z_bar[s] * c.eps * r * r : b_total) : 0;
     });
     const auto& all_z = team.share(z_bar);
     team.each([&](Slot s) {
-      a_bar[s] = dot_n<Team::cap>(P[s], all_z, n) - y_bar[s] * c.eps / (a_prev[s] * a_prev[s]);
+      const Real r = reciprocal_in_range(a_prev[s]);
+      a_bar[s] = dot_n<Team::cap>(P[s], all_z, n) - y_bar[s] * c.eps * r * r;
       SINKGRAD_UNROLL
       for (int j = 0; j < Team::cap; ++j) {
         if (j >= n) break;

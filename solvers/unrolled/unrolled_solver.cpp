@@ -28,8 +28,7 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
     const int T = problem.forward_iterations;
-    const bool seeds =
-        is_default_forward(problem.forward) || is_transposed_default_forward(problem.forward);
+    const bool seeds = is_seeds_forward_up_to_transpose(problem.forward);
     const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, T, !seeds));
     const auto convention = math::convention_forward<Real>(problem.forward);
     const auto replay_in_team_form = [&](auto matrices) {

@@ -1,0 +1,81 @@
+#pragma once
+// The definitions behind forward/forward_cuda_teams.hpp: the forward's team body over the
+// tiles of backend/cuda/launch.cuh. Included only by the forward_cuda_teams_*.cu units.
+
+#include "backend/cuda/launch.cuh"
+#include "forward/convention_team.hpp"
+#include "forward/forward_cuda_teams.hpp"
+#include "forward/forward_team.hpp"
+
+namespace sinkgrad::cuda::forward_detail {
+
+// The logits read from their tile (only the set-up of the linear domain and the log-domain
+// fallback read them, so registers are left to P); R written over them in place (the forward
+// writes R only after the team's last read of M).
+template <class Real>
+struct ForwardTileMatrices {
+  Tile<Real> M_tile, R_tile;
+  __device__ math::StridedView<Real> M_row(math::Slot s) const { return M_tile.row(s.i); }
+  __device__ math::StridedView<Real> M_col(math::Slot s) const { return M_tile.col(s.i); }
+  __device__ math::StridedView<Real> R_row(math::Slot s) const { return R_tile.row(s.i); }
+  __device__ math::StridedView<Real> R_col(math::Slot s) const { return R_tile.col(s.i); }
+};
+
+template <class Real, class Shape, class TeamForward>
+struct ForwardTeam {
+  int iterations;
+  Real* column_violation;
+  unsigned long long* invalid_count;
+  TeamForward forward;
+  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> R,
+                                      index_t b) const {
+    const ForwardTileMatrices<Real> mats{M, R};
+    const auto outcome = forward(team, mats, iterations);
+    if (team.leader()) {
+      if (!outcome.finite && invalid_count != nullptr) atomicAdd(invalid_count, 1ULL);
+      if (column_violation != nullptr) column_violation[b] = outcome.violation;
+    }
+    return {};
+  }
+};
+
+// The team form (the seeds' or a convention's: TeamForward); orientation transposed runs it on
+// every M^T and stores R transposed back (rows_first, tilekernels). The team's violation is that
+// of its tile's columns: R's rows for the transposed ones, as rows_first and tilekernels report.
+template <class Real, class TeamForward>
+void forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                   Real* column_violation, unsigned long long* invalid_count, bool transposed,
+                   void* stream, TeamForward forward) {
+  constexpr SmallMatrices small =
+      sizeof(Real) == 8 ? SmallMatrices::four_lanes : SmallMatrices::one_thread_to_8;
+  with_orientation(transposed, [&](auto orientation) {
+    with_team_shape<small>(logits.n, [&](auto shape) {
+      using Shape = decltype(shape);
+      launch_teams<Real, Shape, decltype(orientation)::value>(
+          logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
+          ForwardTeam<Real, Shape, TeamForward>{iterations, column_violation, invalid_count,
+                                                forward},
+          Staging::on, TeamForward::storage_vectors * Shape::cap,
+          static_cast<cudaStream_t>(stream));
+    });
+  });
+}
+
+template <class Real>
+void seeds_forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                         Real* column_violation, unsigned long long* invalid_count, bool transposed,
+                         void* stream) {
+  forward_teams(logits, iterations, R, column_violation, invalid_count, transposed, stream,
+                math::SeedsTeamForward<Real>{});
+}
+
+template <class Real>
+void convention_forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                              Real* column_violation, unsigned long long* invalid_count,
+                              const ForwardSpec& forward, void* stream) {
+  forward_teams(logits, iterations, R, column_violation, invalid_count,
+                last_step_normalises_columns(forward.convention), stream,
+                math::ConventionTeamForward<Real>{math::convention_forward<Real>(forward)});
+}
+
+}  // namespace sinkgrad::cuda::forward_detail

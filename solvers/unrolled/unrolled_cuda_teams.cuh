@@ -1,0 +1,100 @@
+#pragma once
+// The definitions behind solvers/unrolled/unrolled_cuda_teams.hpp: the replay's team bodies over
+// the tiles of backend/cuda/launch.cuh. Included only by the unrolled_cuda_teams_*.cu units.
+
+#include "backend/cuda/launch.cuh"
+#include "solvers/unrolled/convention_unrolled_team.hpp"
+#include "solvers/unrolled/unrolled_cuda_teams.hpp"
+#include "solvers/unrolled/unrolled_team.hpp"
+
+namespace sinkgrad::cuda::unrolled_detail {
+
+// The logits in the first tile (TileMatrices' R accessors, from shared memory: they are read
+// once, for P); G, overwritten by the gradient, in the second.
+template <class Real, class Shape>
+struct UnrolledTileMatrices : TileMatrices<Real, Shape, false> {
+  using TileMatrices<Real, Shape, false>::TileMatrices;
+  __device__ math::StridedView<Real> M_row(math::Slot s) const { return this->R_row(s); }
+  __device__ math::StridedView<Real> M_col(math::Slot s) const { return this->R_col(s); }
+};
+
+template <class Real, class Shape>
+struct UnrolledTeam {
+  int T;
+  int segment;
+  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
+                                      index_t) const {
+    const UnrolledTileMatrices<Real, Shape> mats(M, G, team.lane(), team.n());
+    return math::unrolled_team<Real>(team, mats, T, segment);
+  }
+};
+
+// The forwards with eps and tilekernels (solvers/unrolled/convention_unrolled_team.hpp).
+template <class Real, class Shape>
+struct ConventionUnrolledTeam {
+  int T;
+  int segment;
+  math::ConventionForward<Real> convention;
+  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
+                                      index_t) const {
+    const UnrolledTileMatrices<Real, Shape> mats(M, G, team.lane(), team.n());
+    return math::convention_unrolled_team<Real>(team, mats, T, segment, convention);
+  }
+};
+
+// Tape of the team form: 48 Reals per lane (T <= 23 keeps every step for one row per lane);
+// a longer T is checkpointed into as much, or into the least a checkpointed tape needs.
+constexpr long long tape_reals_per_lane = 48;
+
+// Launches per_team(Shape) -> body for n's team shape; orientation transposed replays the
+// forward of M^T with G^T and stores the gradient transposed back (rows_first, tilekernels).
+// two_sided: a convention's tape (both scaling vectors of every step).
+template <class Real, class MakeBody>
+void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                    bool transposed, bool two_sided, MakeBody make_body) {
+  const int n = problem.grad_output.n;
+  const int T = problem.forward_iterations;
+  with_orientation(transposed, [&](auto orientation) {
+    with_team_shape<SmallMatrices::four_lanes>(n, [&](auto shape) {
+      using Shape = decltype(shape);
+      const int stride = Shape::cap;
+      // The longest segment within the budget, else the one with the smallest tape.
+      int segment =
+          math::unrolled_segment_length(stride, T, tape_reals_per_lane * Shape::W, two_sided);
+      const auto tape_of = [&](int L) { return math::unrolled_workspace(stride, T, L, two_sided); };
+      if (segment == 0) {
+        segment = 1;
+        for (int L = 2; L <= T; ++L)
+          if (tape_of(L) < tape_of(segment)) segment = L;
+      }
+      const long long tape = tape_of(segment);
+      if (tape * static_cast<long long>(sizeof(Real)) > 200 * 1024) too_long(n, T);
+      launch_teams<Real, Shape, decltype(orientation)::value>(
+          problem.logits.data, problem.grad_output.data, result.grad_logits.data, result.status,
+          result.iterations, problem.grad_output.batch, n, make_body(shape, segment), Staging::on,
+          static_cast<int>(tape), stream_of(problem));
+    });
+  });
+}
+
+template <class Real>
+void seeds_unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                          bool transposed) {
+  const int T = problem.forward_iterations;
+  unrolled_teams(problem, result, transposed, false, [&](auto shape, int segment) {
+    return UnrolledTeam<Real, decltype(shape)>{T, segment};
+  });
+}
+
+template <class Real>
+void convention_unrolled_teams(const BackwardProblem<Real>& problem,
+                               const BackwardResult<Real>& result) {
+  const int T = problem.forward_iterations;
+  const auto convention = math::convention_forward<Real>(problem.forward);
+  unrolled_teams(problem, result, last_step_normalises_columns(problem.forward.convention), true,
+                 [&](auto shape, int segment) {
+                   return ConventionUnrolledTeam<Real, decltype(shape)>{T, segment, convention};
+                 });
+}
+
+}  // namespace sinkgrad::cuda::unrolled_detail
