@@ -11,8 +11,9 @@
 //
 // Linear domain, as forward/forward_team.hpp: X = diag(a) P diag(b). For B = exp(M),
 // P = exp(M - 1 m^T) (column maxima m) and b_0 = e^m; for the softmax base P = B, b_0 = 1. A
-// column step is b <- b / (b ⊙ (P^T a) + eps), i.e. b = 1 / (u + c_b) with u = P^T a and
-// c_b = eps / b_old, and c_b <- eps (u + c_b); rows the same way with c_a. Only c_b, never b_0,
+// column step is b <- b / (b ⊙ (P^T a) + eps), i.e. b = 1 / u with u = c_b + P^T a (the dot
+// product's sum started at c_b) and c_b = eps / b_old, and c_b <- eps u; rows the same way
+// with c_a. Only c_b, never b_0,
 // is formed (c_b = exp(log eps - m) at first), so eps is added to sums of exp(M) as written,
 // without overflow. The last row step is the epilogue: R_ij = P_ij b_j / (sum_k P_ik b_k + c_a,i),
 // which makes the rows sum to 1 - eps / (...) exactly to rounding, as the formula does.
@@ -185,6 +186,40 @@ SINKGRAD_HD void log_domain_step(const Team& team, const Base& base,
   });
 }
 
+// The log-domain form of convention_forward_team (widely spread logits, eps out of range).
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD ForwardOutcome<Real> convention_forward_log_domain(const Team& team,
+                                                               const Matrices& mats, int T,
+                                                               const ConventionForward<Real>& c) {
+  const int n = team.n();
+  typename Team::Vec f, g, lse;
+  const auto base = log_base<Real>(team, mats, c, lse);
+  team.each([&](Slot s) { f[s] = g[s] = 0; });
+  // The last row step is applied to the explicit iterate below.
+  for (int t = 1; t <= T; ++t) log_domain_step<Real>(team, base, c, f, g, t, t < T);
+  const auto& all_g = team.share(g);
+  team.sync();  // R may overwrite M: every lane has read the last of M it needs but its row
+  team.each([&](Slot s) {
+    Real sum = 0;
+    for (int j = 0; j < n; ++j) sum += exp_of(base.row(s, j) + f[s] + all_g[j]);
+    const Real inverse = Real(1) / (sum + c.eps);
+    const auto& R = mats.R_row(s);
+    for (int j = 0; j < n; ++j) R[j] = exp_of(base.row(s, j) + f[s] + all_g[j]) * inverse;
+  });
+  return forward_violation<Real>(team, mats);
+}
+
+// The same out of line on the GPU, for a lane that holds the whole matrix in registers: inline
+// (though rarely taken), it took the one-thread float32 kernels from 168 to 255 registers at
+// n = 8 and from 56 to 64 at n = 4 (ptxas -v); for teams of several lanes out of line was not
+// better (n = 16 float32: 127 against 72). team and mats by value: nothing of the caller's has
+// to be put in memory for the call.
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD_OUT_OF_LINE ForwardOutcome<Real> convention_forward_log_domain_out_of_line(
+    const Team team, const Matrices mats, int T, const ConventionForward<Real> c) {
+  return convention_forward_log_domain<Real>(team, mats, T, c);
+}
+
 // The forward of a convention with eps or the softmax base (see above); mats and the outcome as
 // sinkhorn_forward_team's; team.storage(): team.stride() Reals.
 template <class Real, class Team, class Matrices>
@@ -209,7 +244,7 @@ SINKGRAD_HD ForwardOutcome<Real> convention_forward_team(const Team& team, const
       if (team_step_has_columns(c, t)) {
         const auto& all_a = team.share(a);
         team.each([&](Slot s) {
-          const Real u = dot_n<Team::cap>(columns[s], all_a, n) + c_b[s];
+          const Real u = dot_n<Team::cap>(columns[s], all_a, n, c_b[s]);
           b[s] = reciprocal_in_range(u);
           c_b[s] = c.eps * u;
         });
@@ -217,7 +252,7 @@ SINKGRAD_HD ForwardOutcome<Real> convention_forward_team(const Team& team, const
       if (t == T) break;
       const auto& all_b = team.share(b);
       team.each([&](Slot s) {
-        const Real v = dot_n<Team::cap>(P[s], all_b, n) + c_a[s];
+        const Real v = dot_n<Team::cap>(P[s], all_b, n, c_a[s]);
         a[s] = reciprocal_in_range(v);
         c_a[s] = c.eps * v;
       });
@@ -235,22 +270,10 @@ SINKGRAD_HD ForwardOutcome<Real> convention_forward_team(const Team& team, const
       return forward_violation<Real>(team, mats);
     }
   }
-  const auto base = log_base<Real>(team, mats, c, c_b);
-  Vec& f = a;
-  Vec& g = b;
-  team.each([&](Slot s) { f[s] = g[s] = 0; });
-  // The last row step is applied to the explicit iterate below.
-  for (int t = 1; t <= T; ++t) log_domain_step<Real>(team, base, c, f, g, t, t < T);
-  const auto& all_g = team.share(g);
-  team.sync();  // R may overwrite M: every lane has read the last of M it needs but its row
-  team.each([&](Slot s) {
-    Real sum = 0;
-    for (int j = 0; j < n; ++j) sum += exp_of(base.row(s, j) + f[s] + all_g[j]);
-    const Real inverse = Real(1) / (sum + c.eps);
-    const auto& R = mats.R_row(s);
-    for (int j = 0; j < n; ++j) R[j] = exp_of(base.row(s, j) + f[s] + all_g[j]) * inverse;
-  });
-  return forward_violation<Real>(team, mats);
+  if constexpr (Team::columns_from_rows)
+    return convention_forward_log_domain_out_of_line<Real>(team, mats, T, c);
+  else
+    return convention_forward_log_domain<Real>(team, mats, T, c);
 }
 
 // The team forward of the seeds' convention and of any other, as the CPU and CUDA drivers call

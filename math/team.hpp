@@ -77,11 +77,12 @@ struct ColumnOfRows {
   SINKGRAD_HD auto operator[](int j) const { return rows[Slot{j, j}][k]; }
 };
 
-// sum_j a[j] * x[j] for j < n, ascending, each term added with one rounding (fma_of); cap bounds
-// n at compile time on the GPU.
+// start + sum_j a[j] * x[j] for j < n, ascending, each term added with one rounding (fma_of);
+// cap bounds n at compile time on the GPU.
 template <int cap, class A, class X>
-SINKGRAD_HD auto dot_n(const A& a, const X& x, int n) -> decltype(a[0] * x[0]) {
-  decltype(a[0] * x[0]) sum = 0;
+SINKGRAD_HD auto dot_n(const A& a, const X& x, int n, decltype(a[0] * x[0]) start = 0)
+    -> decltype(a[0] * x[0]) {
+  decltype(a[0] * x[0]) sum = start;
   SINKGRAD_UNROLL
   for (int j = 0; j < cap; ++j) {
     if (j >= n) break;

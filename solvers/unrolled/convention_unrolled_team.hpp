@@ -8,8 +8,10 @@
 // has no column normalisation, b_1 = b_0 = 1). Reversing it with ȳ = -ā a_t² (adjoint of v):
 //     b̄ += P^T ȳ,  z̄ = -b̄ b_t²,  P̄ += ȳ b_t^T + a_{t-1} z̄^T,
 //     ā_{t-1} = P z̄ - ȳ eps / a_{t-1}²,   b̄_{t-1} = -z̄ eps / b_{t-1}²
-// (unrolled_team.hpp's step with the two eps terms; b_0 and a_0 are constants). Every division
-// is a reciprocal in range, as in the forward: the replay keeps to the linear domain's range
+// (unrolled_team.hpp's step with the two eps terms; b_0 and a_0 are constants). The replayed
+// steps carry eps / b_{t-1} as the forward does (eps times the last denominator), recomputing
+// it only where a segment starts from a checkpoint. Every division is a reciprocal in range,
+// as in the forward: the replay keeps to the linear domain's range
 // (a gradient that leaves it is not finite and is replayed in the log domain). The forward
 // depends on M only through X_0 = P diag(b_0) with the maxima held fixed, so dL/dM = P ⊙ P̄ for
 // B = exp(M). For the softmax base P = S^T + eps: S̄^T = P̄, and the softmax's reverse
@@ -33,27 +35,39 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
   using Base::a_bar, Base::b_bar, Base::P, Base::Pt, Base::Pbar, Base::team;
   static constexpr bool two_sided = true;
   const ConventionForward<Real>& c;
-  const Vec& c_b0;  // eps / b_0
+  const Vec& c_b0;   // eps / b_0
+  Vec c_a{}, c_b{};  // eps / a, eps / b of the state the next step starts from
 
-  SINKGRAD_HD void start(Vec& a, Vec& b) const {
+  SINKGRAD_HD void start(Vec& a, Vec& b) {
     team.each([&](Slot s) {
       a[s] = 1;
       b[s] = 1;  // b_0 itself (e^m) is never read: step 1 takes c_b0
     });
+    resume(a, b, 0);
   }
-  SINKGRAD_HD void step(Vec& a, Vec& b, int t) const {
+  // The eps terms of a state read back from the tape at step t: carried from step to step
+  // (c <- eps u, one product), they are recomputed only where a segment starts.
+  SINKGRAD_HD void resume(const Vec& a, const Vec& b, int t) {
+    team.each([&](Slot s) {
+      c_a[s] = t == 0 ? c.eps : c.eps * reciprocal_in_range(a[s]);
+      c_b[s] = t == 0 ? c_b0[s] : c.eps * reciprocal_in_range(b[s]);
+    });
+  }
+  SINKGRAD_HD void step(Vec& a, Vec& b, int t) {
     const int n = team.n();
     if (team_step_has_columns(c, t)) {
       const auto& all_a = team.share(a);
       team.each([&](Slot s) {
-        const Real c_b = t == 1 ? c_b0[s] : c.eps * reciprocal_in_range(b[s]);
-        b[s] = reciprocal_in_range(dot_n<Team::cap>(Pt[s], all_a, n) + c_b);
+        const Real u = dot_n<Team::cap>(Pt[s], all_a, n, c_b[s]);
+        b[s] = reciprocal_in_range(u);
+        c_b[s] = c.eps * u;
       });
     }
     const auto& all_b = team.share(b);
     team.each([&](Slot s) {
-      a[s] =
-          reciprocal_in_range(dot_n<Team::cap>(P[s], all_b, n) + c.eps * reciprocal_in_range(a[s]));
+      const Real v = dot_n<Team::cap>(P[s], all_b, n, c_a[s]);
+      a[s] = reciprocal_in_range(v);
+      c_a[s] = c.eps * v;
     });
   }
 

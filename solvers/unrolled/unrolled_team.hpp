@@ -83,6 +83,7 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
     if (s != segments - 1) {
       load_own(team, tape.checkpoint(s), u);
       if constexpr (two_sided) load_own(team, tape.checkpoint(s) + team.stride(), v);
+      if constexpr (requires { replay.resume(u, v, start); }) replay.resume(u, v, start);
     }
     team.store(tape.row(0), u);
     if constexpr (two_sided) team.store(tape.column(-1), v);
