@@ -194,7 +194,7 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
   bool finite = true;
   if (linear_domain_rows<Real>(team, mats, finite, P, Pt)) {
     typename Team::Vec a, b;
-    team.each([&](Slot s) { a[s] = 1; });
+    team.each([&](Slot s) { a[s] = b[s] = 1; });  // b: each step's first result (T >= 1)
     const ColumnsOf<Team, decltype(P)> columns{P, Pt};
     for (int t = 0; t < T; ++t) linear_domain_step<Real>(team, P, columns, a, b);
     const auto& all_b = team.share(b);
@@ -204,7 +204,7 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
     });
   } else if (finite) {
     typename Team::Vec f, g;
-    team.each([&](Slot s) { f[s] = 0; });
+    team.each([&](Slot s) { f[s] = g[s] = 0; });
     for (int t = 0; t < T; ++t) {
       const auto& all_f = team.share(f);
       team.each(

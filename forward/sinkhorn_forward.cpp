@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "backend/cpu/team_loop.hpp"
 #include "forward/convention_forward.hpp"
 #include "forward/convention_team.hpp"
 #include "forward/forward_team.hpp"
@@ -75,31 +76,40 @@ index_t forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real
                     Real* column_violation, TeamForward team_forward = {}) {
   const int n = logits.n;
   index_t invalid = 0;
+  if (n > math::max_team_n) {
 #pragma omp parallel reduction(+ : invalid)
-  {
-    const bool team_form = n <= math::max_team_n;
-    // The team's rows, then its storage (a convention's log-base normalisers).
-    std::vector<Real> work(team_form ? 3 * static_cast<std::size_t>(n) * n + n
-                                     : 2 * std::size_t(n));
+    {
+      std::vector<Real> work(2 * std::size_t(n));
 #pragma omp for schedule(static)
-    for (index_t b = 0; b < logits.batch; ++b) {
-      bool ok = false;
-      Real violation = 0;
-      if (team_form) {
-        const math::CpuTeam<Real> team(n, work.data(), work.data() + 3 * std::size_t(n) * n);
+      for (index_t b = 0; b < logits.batch; ++b) {
+        const bool ok = math::sinkhorn_forward_matrix(logits.matrix(b), n, iterations, R.matrix(b),
+                                                      work.data());
+        if (!ok) ++invalid;
+        if (column_violation != nullptr)
+          column_violation[b] =
+              ok ? math::column_violation(R.matrix(b), n) : math::quiet_nan<Real>();
+      }
+    }
+    return invalid;
+  }
+  with_cpu_team<Real>(n, [&](auto team_type) {
+    using Team = typename decltype(team_type)::type;
+    index_t count = 0;
+#pragma omp parallel reduction(+ : count)
+    {
+      // The team's rows, then its storage (a convention's log-base normalisers).
+      std::vector<Real> work(3 * static_cast<std::size_t>(n) * n + n);
+      const Team team(n, work.data(), work.data() + 3 * std::size_t(n) * n);
+#pragma omp for schedule(static)
+      for (index_t b = 0; b < logits.batch; ++b) {
         const auto outcome =
             team_forward(team, Matrices{logits.matrix(b), R.matrix(b), n}, iterations);
-        ok = outcome.finite;
-        violation = outcome.violation;
-      } else {
-        ok = math::sinkhorn_forward_matrix(logits.matrix(b), n, iterations, R.matrix(b),
-                                           work.data());
-        violation = ok ? math::column_violation(R.matrix(b), n) : math::quiet_nan<Real>();
+        if (!outcome.finite) ++count;
+        if (column_violation != nullptr) column_violation[b] = outcome.violation;
       }
-      if (!ok) ++invalid;
-      if (column_violation != nullptr) column_violation[b] = violation;
     }
-  }
+    invalid = count;
+  });
   return invalid;
 }
 

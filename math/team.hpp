@@ -118,9 +118,13 @@ SINKGRAD_HD Real canonical_sum(int n, const Value& value) {
   return lane[0];
 }
 
-// The CPU team: one thread owns all n components (slot k = i); n <= Cap.
-template <class Real, int Cap = max_team_n>
+// The CPU team: one thread owns all n components (slot k = i); n <= Cap. N > 0: n is N, known
+// at compile time (Cap = N), so that the loops over a vector unroll and vectorise as the GPU's
+// fixed shapes do; the operations, and so the bits, are those of the run-time n.
+template <class Real, int Cap = max_team_n, int N = 0>
 class CpuTeam {
+  static_assert(N == 0 || N == Cap, "a team of compile-time n holds exactly n");
+
  public:
   static constexpr int cap = Cap;
   static constexpr bool columns_from_rows = false;  // a contiguous transposed copy vectorises
@@ -136,32 +140,37 @@ class CpuTeam {
   explicit CpuTeam(int n, Real* scratch = nullptr, Real* storage = nullptr)
       : n_(n), scratch_(scratch), storage_(storage) {}
 
-  int n() const { return n_; }
+  int n() const {
+    if constexpr (N > 0)
+      return N;
+    else
+      return n_;
+  }
   void sync() const {}
 
   Real* storage() const { return storage_; }
-  int stride() const { return n_; }
+  int stride() const { return n(); }
   void store(Real* where, const Vec& v) const {
-    for (int i = 0; i < n_; ++i) where[i] = v.v[i];
+    for (int i = 0; i < n(); ++i) where[i] = v.v[i];
   }
   const Real* load(const Real* where) const { return where; }
 
   template <class F>
   void each(F&& f) const {
-    for (int i = 0; i < n_; ++i) f(Slot{i, i});
+    for (int i = 0; i < n(); ++i) f(Slot{i, i});
   }
 
   bool leader() const { return true; }
 
   template <class F>
   Real sum(F&& f) const {
-    return canonical_sum<Real>(n_, [&](int i) { return f(Slot{i, i}); });
+    return canonical_sum<Real>(n(), [&](int i) { return f(Slot{i, i}); });
   }
 
   template <class F>
   Real max(F&& f) const {
     Real largest = f(Slot{0, 0});
-    for (int i = 1; i < n_; ++i) largest = max_of(largest, f(Slot{i, i}));
+    for (int i = 1; i < n(); ++i) largest = max_of(largest, f(Slot{i, i}));
     return largest;
   }
 
@@ -177,11 +186,11 @@ class CpuTeam {
   struct Rows {
     Real* data;
     int n;
-    Real* operator[](Slot s) const { return data + s.i * n; }
+    Real* operator[](Slot s) const { return data + s.i * (N > 0 ? N : n); }
   };
   template <int id>
   Rows rows() const {
-    return {scratch_ + id * n_ * n_, n_};
+    return {scratch_ + id * n() * n(), n()};
   }
 
  private:
