@@ -1,9 +1,11 @@
 // The team form of the corrected `direct` solve (solvers/direct/direct_team.hpp), which the
-// CUDA `direct` runs for n <= 64, on the CPU team: against the Eigen path of the CPU `direct`
-// solver (statuses, except a refusal that rounding decides at the condition threshold: see
-// rcond_near_threshold in parity_support.hpp, and gradients to rounding) and against the
-// one-matrix-per-thread direct_matrix (the same bits: both do the same operations in the same
-// order). Runs everywhere (no GPU needed).
+// CUDA `direct` runs for n <= 64 and the CPU for n <= 8, on the CPU team: against Eigen's
+// Cholesky of the same corrected system (statuses, except a refusal that rounding decides at the
+// condition threshold: see rcond_near_threshold in parity_support.hpp, and gradients to rounding)
+// and against the one-matrix-per-thread direct_matrix (the same bits: both do the same operations
+// in the same order). Runs everywhere (no GPU needed).
+
+#include <Eigen/Cholesky>
 
 #include <algorithm>
 #include <cstring>
@@ -11,6 +13,8 @@
 #include "math/team.hpp"
 #include "solvers/direct/direct_math.hpp"
 #include "solvers/direct/direct_team.hpp"
+#include "solvers/direct/schur_matrix.hpp"
+#include "solvers/implicit/implicit_math.hpp"
 #include "tests/cuda/parity_support.hpp"
 
 namespace sinkgrad::testing {
@@ -33,6 +37,48 @@ Outputs<Real> solve_with_cpu_team(const Inputs<Real>& in) {
     const MatrixOutcome outcome = math::direct_corrected_team<Real>(team, mats);
     out.status[b] = outcome.status;
     out.iterations[b] = outcome.iterations;
+  }
+  return out;
+}
+
+// The corrected system factorised by Eigen (LLT and its condition estimate), independent of
+// the team form's factorisation: what the CPU `direct` runs above n = 8.
+template <class Real>
+Outputs<Real> solve_with_eigen(const Inputs<Real>& in) {
+  using Matrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Vector = Eigen::Matrix<Real, Eigen::Dynamic, 1>;
+  const index_t batch = in.R.batch();
+  const int n = in.R.n();
+  Outputs<Real> out;
+  out.grad = HostBatch<Real>(batch, n, Real(-7));
+  out.status.resize(static_cast<std::size_t>(batch));
+  out.iterations.assign(out.status.size(), 0);
+  Matrix S(n, n);
+  Vector rhs(n), beta(n), alpha(n), tmp(n), marginals(4 * n);
+  for (index_t b = 0; b < batch; ++b) {
+    const Real* R = in.R.view().matrix(b);
+    Real* grad = out.grad.view().matrix(b);
+    const auto m = math::marginals_in(marginals.data(), n);
+    auto& status = out.status[static_cast<std::size_t>(b)];
+    if (!math::compute_marginals(R, in.G.view().matrix(b), n, m)) {
+      status = math::fail_matrix(grad, n, SolveStatus::invalid_input).status;
+      continue;
+    }
+    math::schur_matrix(math::SchurSystem::corrected, R, m, n, S.data());
+    math::schur_rhs(math::SchurSystem::corrected, R, m, n, tmp.data(), rhs.data());
+    S.array() += Real(1) / Real(n);
+    const Eigen::LLT<Matrix> cholesky(S);
+    if (cholesky.info() != Eigen::Success ||
+        !(cholesky.rcond() >= Real(10 * n) * math::Epsilon<Real>::value)) {
+      status = math::fail_matrix(grad, n, SolveStatus::breakdown).status;
+      continue;
+    }
+    beta = cholesky.solve(rhs);
+    math::schur_alpha(math::SchurSystem::corrected, R, m, beta.data(), n, alpha.data());
+    math::assemble_gradient(R, in.G.view().matrix(b), alpha.data(), beta.data(), n, grad);
+    status = math::all_finite(grad, n * n)
+                 ? SolveStatus::ok
+                 : math::fail_matrix(grad, n, SolveStatus::breakdown).status;
   }
   return out;
 }
@@ -67,9 +113,17 @@ void check_team(int n, int T) {
   const index_t batch = std::clamp<index_t>(16384 / (index_t(n) * n), 24, 512);
   const Inputs<Real> in = make_inputs<Real>(rng, batch, n, T, /*bad_matrices=*/true);
 
-  const Outputs<Real> eigen = solve_on(*solver, in, Device::cpu);
+  const Outputs<Real> eigen = solve_with_eigen(in);
   const Outputs<Real> team = solve_with_cpu_team<Real, Cap>(in);
   expect_parity(direct, in, eigen, team);  // a refusal rounding decides is not compared
+  // The CPU solver: the team form to n = 8 (the same bits), Eigen above.
+  const Outputs<Real> cpu = solve_on(*solver, in, Device::cpu);
+  if (n <= 8) {
+    EXPECT_EQ(cpu.status, team.status);
+    EXPECT_EQ(std::memcmp(cpu.grad.data(), team.grad.data(), sizeof(Real) * cpu.grad.size()), 0);
+  } else {
+    expect_parity(direct, in, eigen, cpu);
+  }
   const int nn = n * n;
 
   // The bad matrices of make_inputs are refused for the same reasons, and most others solved
