@@ -1,5 +1,6 @@
 // `direct`: the plain or corrected Schur-complement system solved by a dense factorisation
-// (Eigen), with the singularity handled explicitly:
+// (Eigen; the corrected system up to n = 8 in the GPU's team form), with the singularity
+// handled explicitly:
 //   corrected: S 1 = 0 exactly and the right-hand side is orthogonal to 1, so
 //              (S + (1/n) 1 1^T) beta = b has the solution with 1^T beta = 0 and is positive
 //              definite when R has no zero block; Cholesky, refused when its reciprocal
