@@ -1,0 +1,21 @@
+#pragma once
+// The two launches of the CUDA `direct`, declared here and compiled in direct_cuda_*.cu, one unit
+// per form and precision, so that a build compiles them in parallel (the team form instantiates
+// every team shape, the one-thread form the Jacobi eigendecomposition and the Cholesky).
+// Compiled only when the build has CUDA (SINKGRAD_WITH_CUDA).
+
+#include "core/backward_problem.hpp"
+#include "solvers/implicit/implicit_math.hpp"  // SchurSystem
+
+namespace sinkgrad::cuda::direct_detail {
+
+// The corrected system in team form (solvers/direct/direct_team.hpp), n <= 64.
+template <class Real>
+void corrected_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result);
+
+// Either system, one matrix per thread (solvers/direct/direct_math.hpp), any n.
+template <class Real>
+void per_matrix(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                math::SchurSystem system);
+
+}  // namespace sinkgrad::cuda::direct_detail
