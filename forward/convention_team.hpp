@@ -186,6 +186,33 @@ SINKGRAD_HD void log_domain_step(const Team& team, const Base& base,
   });
 }
 
+// Step t of convention c in the linear domain, for the forward and its replay: its column
+// normalisation (tilekernels' first has none) and, if rows, its row normalisation, each
+// denominator u = c + P^T a (P b for rows) with the eps term c = eps / (old scaling) as the
+// sum's start, then c <- eps u.
+template <class Real, class Team, class Rows, class Columns>
+SINKGRAD_HD void convention_linear_step(const Team& team, const Rows& P, const Columns& columns,
+                                        const ConventionForward<Real>& c, typename Team::Vec& a,
+                                        typename Team::Vec& b, typename Team::Vec& c_a,
+                                        typename Team::Vec& c_b, int t, bool rows) {
+  const int n = team.n();
+  if (team_step_has_columns(c, t)) {
+    const auto& all_a = team.share(a);
+    team.each([&](Slot s) {
+      const Real u = dot_n<Team::cap>(columns[s], all_a, n, c_b[s]);
+      b[s] = reciprocal_in_range(u);
+      c_b[s] = c.eps * u;
+    });
+  }
+  if (!rows) return;
+  const auto& all_b = team.share(b);
+  team.each([&](Slot s) {
+    const Real v = dot_n<Team::cap>(P[s], all_b, n, c_a[s]);
+    a[s] = reciprocal_in_range(v);
+    c_a[s] = c.eps * v;
+  });
+}
+
 // The log-domain form of convention_forward_team (widely spread logits, eps out of range).
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD ForwardOutcome<Real> convention_forward_log_domain(const Team& team,
@@ -240,23 +267,9 @@ SINKGRAD_HD ForwardOutcome<Real> convention_forward_team(const Team& team, const
       b[s] = 1;
       c_a[s] = c.eps;
     });
-    for (int t = 1; t <= T; ++t) {
-      if (team_step_has_columns(c, t)) {
-        const auto& all_a = team.share(a);
-        team.each([&](Slot s) {
-          const Real u = dot_n<Team::cap>(columns[s], all_a, n, c_b[s]);
-          b[s] = reciprocal_in_range(u);
-          c_b[s] = c.eps * u;
-        });
-      }
-      if (t == T) break;
-      const auto& all_b = team.share(b);
-      team.each([&](Slot s) {
-        const Real v = dot_n<Team::cap>(P[s], all_b, n, c_a[s]);
-        a[s] = reciprocal_in_range(v);
-        c_a[s] = c.eps * v;
-      });
-    }
+    // The last row step is the epilogue below.
+    for (int t = 1; t <= T; ++t)
+      convention_linear_step<Real>(team, P, columns, c, a, b, c_a, c_b, t, t < T);
     bool in_range = true;  // scaling vectors and eps terms finite (M is still in its tile)
     team.each([&](Slot s) {
       in_range = in_range && is_finite(b[s]) && is_finite(c_a[s]) && b[s] > Real(0);

@@ -13,9 +13,6 @@
 //              the cut that rounding decides whether it is kept, when that changes the
 //              gradient, as ill_conditioned (plain_cut.hpp; the same test on the GPU).
 
-#include <Eigen/Cholesky>
-#include <Eigen/Eigenvalues>
-
 #include "backend/cpu/batch_loop.hpp"
 #include "backend/cpu/team_loop.hpp"
 #include "core/solver_registry.hpp"
@@ -24,71 +21,14 @@
 #include "solvers/direct/direct_cuda.hpp"
 #endif
 #include "solvers/direct/direct_team.hpp"
-#include "solvers/direct/plain_cut.hpp"
-#include "solvers/direct/schur_matrix.hpp"
+#include "solvers/direct/eigen_direct.hpp"
 #include "solvers/implicit/exact_side.hpp"
 
 namespace sinkgrad {
 namespace {
 
+using math::DenseWorkspace;
 using math::SchurSystem;
-
-// Per-thread factorisation objects, sized once and reused for every matrix.
-template <class Real>
-struct DenseWorkspace {
-  using Matrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using Vector = Eigen::Matrix<Real, Eigen::Dynamic, 1>;
-  explicit DenseWorkspace(int n)
-      : S(n, n), b(n), beta(n), alpha(n), tmp(n), marginals(4 * n), cholesky(n), eigen(n) {}
-  Matrix S;
-  Vector b, beta, alpha, tmp, marginals;
-  Eigen::LLT<Matrix> cholesky;
-  Eigen::SelfAdjointEigenSolver<Matrix> eigen;
-};
-
-template <class Real>
-bool solve_corrected(DenseWorkspace<Real>& w, int n) {
-  const Real eps = math::Epsilon<Real>::value;
-  w.S.array() += Real(1) / Real(n);
-  w.cholesky.compute(w.S);
-  if (w.cholesky.info() != Eigen::Success || !(w.cholesky.rcond() >= Real(10 * n) * eps))
-    return false;
-  w.beta = w.cholesky.solve(w.b);
-  return true;
-}
-
-// The cut and its near-cut test are plain_pseudo_inverse's, the same code as the GPU's.
-template <class Real>
-bool solve_plain(DenseWorkspace<Real>& w, int n, bool& near_cut) {
-  w.eigen.compute(w.S, Eigen::ComputeEigenvectors);
-  if (w.eigen.info() != Eigen::Success) return false;
-  // Eigen keeps the eigenvectors column-major whatever S is: copy them into S (no longer
-  // needed), which is row-major as plain_pseudo_inverse reads them.
-  w.S = w.eigen.eigenvectors();
-  const math::PlainCut cut = math::plain_pseudo_inverse(w.eigen.eigenvalues().data(), 1, w.S.data(),
-                                                        w.b.data(), w.tmp.data(), n);
-  w.beta.noalias() = w.S * w.tmp;
-  near_cut = cut.near_cut;
-  return cut.dropped <= 1;
-}
-
-template <class Real>
-MatrixOutcome direct_matrix(const Real* R, const Real* G, Real* grad, int n, SchurSystem system,
-                            DenseWorkspace<Real>& w) {
-  const auto m = math::marginals_in(w.marginals.data(), n);
-  if (!math::compute_marginals(R, G, n, m))
-    return math::fail_matrix(grad, n, SolveStatus::invalid_input);
-  math::schur_matrix(system, R, m, n, w.S.data());
-  math::schur_rhs(system, R, m, n, w.tmp.data(), w.b.data());
-  bool near_cut = false;
-  const bool solved =
-      system == SchurSystem::corrected ? solve_corrected(w, n) : solve_plain(w, n, near_cut);
-  if (!solved) return math::fail_matrix(grad, n, SolveStatus::breakdown);
-  math::schur_alpha(system, R, m, w.beta.data(), n, w.alpha.data());
-  math::assemble_gradient(R, G, w.alpha.data(), w.beta.data(), n, grad);
-  if (!math::all_finite(grad, n * n)) return math::fail_matrix(grad, n, SolveStatus::breakdown);
-  return {near_cut ? SolveStatus::ill_conditioned : SolveStatus::ok, 0};
-}
 
 // The corrected system up to this n in the team form the GPU runs (direct_team.hpp), above it
 // with Eigen: float32, B = 65536, 2 threads, the team form took 29 against 48 ms at n = 4, 96
@@ -142,9 +82,9 @@ class DirectSolver : public SolverVariants<DirectSolver> {
       DenseWorkspace<Real> workspace(n);
 #pragma omp for schedule(static)
       for (index_t b = 0; b < batch; ++b) {
-        const MatrixOutcome outcome =
-            direct_matrix(problem.forward_output.matrix(b), problem.grad_output.matrix(b),
-                          result.grad_logits.matrix(b), n, system_, workspace);
+        const MatrixOutcome outcome = math::eigen_direct_matrix(
+            problem.forward_output.matrix(b), problem.grad_output.matrix(b),
+            result.grad_logits.matrix(b), n, system_, workspace);
         result.status[b] = outcome.status;
         result.iterations[b] = outcome.iterations;
       }

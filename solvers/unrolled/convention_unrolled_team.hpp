@@ -54,21 +54,7 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
     });
   }
   SINKGRAD_HD void step(Vec& a, Vec& b, int t) {
-    const int n = team.n();
-    if (team_step_has_columns(c, t)) {
-      const auto& all_a = team.share(a);
-      team.each([&](Slot s) {
-        const Real u = dot_n<Team::cap>(Pt[s], all_a, n, c_b[s]);
-        b[s] = reciprocal_in_range(u);
-        c_b[s] = c.eps * u;
-      });
-    }
-    const auto& all_b = team.share(b);
-    team.each([&](Slot s) {
-      const Real v = dot_n<Team::cap>(P[s], all_b, n, c_a[s]);
-      a[s] = reciprocal_in_range(v);
-      c_a[s] = c.eps * v;
-    });
+    convention_linear_step<Real>(team, P, Pt, c, a, b, c_a, c_b, t, true);
   }
 
   template <class AllB>

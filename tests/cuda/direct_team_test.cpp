@@ -5,16 +5,13 @@
 // and against the one-matrix-per-thread direct_matrix (the same bits: both do the same operations
 // in the same order). Runs everywhere (no GPU needed).
 
-#include <Eigen/Cholesky>
-
 #include <algorithm>
 #include <cstring>
 
 #include "math/team.hpp"
 #include "solvers/direct/direct_math.hpp"
 #include "solvers/direct/direct_team.hpp"
-#include "solvers/direct/schur_matrix.hpp"
-#include "solvers/implicit/implicit_math.hpp"
+#include "solvers/direct/eigen_direct.hpp"
 #include "tests/cuda/parity_support.hpp"
 
 namespace sinkgrad::testing {
@@ -41,44 +38,24 @@ Outputs<Real> solve_with_cpu_team(const Inputs<Real>& in) {
   return out;
 }
 
-// The corrected system factorised by Eigen (LLT and its condition estimate), independent of
-// the team form's factorisation: what the CPU `direct` runs above n = 8.
+// The corrected system factorised by Eigen (LLT and its condition estimate,
+// solvers/direct/eigen_direct.hpp), independent of the team form's factorisation: what the CPU
+// `direct` runs above n = 8.
 template <class Real>
 Outputs<Real> solve_with_eigen(const Inputs<Real>& in) {
-  using Matrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  using Vector = Eigen::Matrix<Real, Eigen::Dynamic, 1>;
   const index_t batch = in.R.batch();
   const int n = in.R.n();
   Outputs<Real> out;
   out.grad = HostBatch<Real>(batch, n, Real(-7));
   out.status.resize(static_cast<std::size_t>(batch));
-  out.iterations.assign(out.status.size(), 0);
-  Matrix S(n, n);
-  Vector rhs(n), beta(n), alpha(n), tmp(n), marginals(4 * n);
+  out.iterations.resize(out.status.size());
+  math::DenseWorkspace<Real> workspace(n);
   for (index_t b = 0; b < batch; ++b) {
-    const Real* R = in.R.view().matrix(b);
-    Real* grad = out.grad.view().matrix(b);
-    const auto m = math::marginals_in(marginals.data(), n);
-    auto& status = out.status[static_cast<std::size_t>(b)];
-    if (!math::compute_marginals(R, in.G.view().matrix(b), n, m)) {
-      status = math::fail_matrix(grad, n, SolveStatus::invalid_input).status;
-      continue;
-    }
-    math::schur_matrix(math::SchurSystem::corrected, R, m, n, S.data());
-    math::schur_rhs(math::SchurSystem::corrected, R, m, n, tmp.data(), rhs.data());
-    S.array() += Real(1) / Real(n);
-    const Eigen::LLT<Matrix> cholesky(S);
-    if (cholesky.info() != Eigen::Success ||
-        !(cholesky.rcond() >= Real(10 * n) * math::Epsilon<Real>::value)) {
-      status = math::fail_matrix(grad, n, SolveStatus::breakdown).status;
-      continue;
-    }
-    beta = cholesky.solve(rhs);
-    math::schur_alpha(math::SchurSystem::corrected, R, m, beta.data(), n, alpha.data());
-    math::assemble_gradient(R, in.G.view().matrix(b), alpha.data(), beta.data(), n, grad);
-    status = math::all_finite(grad, n * n)
-                 ? SolveStatus::ok
-                 : math::fail_matrix(grad, n, SolveStatus::breakdown).status;
+    const MatrixOutcome outcome = math::eigen_direct_matrix(
+        in.R.view().matrix(b), in.G.view().matrix(b), out.grad.view().matrix(b), n,
+        math::SchurSystem::corrected, workspace);
+    out.status[b] = outcome.status;
+    out.iterations[b] = outcome.iterations;
   }
   return out;
 }
