@@ -17,25 +17,33 @@
 namespace sinkgrad::testing {
 namespace {
 
-// Solves every matrix of `in` with the team form on a CpuTeam of capacity Cap.
-template <class Real, int Cap>
-Outputs<Real> solve_with_cpu_team(const Inputs<Real>& in) {
+// Solves every matrix of `in` with solve(R, G, grad, n) -> MatrixOutcome; the gradient starts
+// poisoned, so every entry must be written.
+template <class Real, class Solve>
+Outputs<Real> solve_each(const Inputs<Real>& in, Solve&& solve) {
   const index_t batch = in.R.batch();
   const int n = in.R.n();
   Outputs<Real> out;
-  out.grad = HostBatch<Real>(batch, n, Real(-7));  // poisoned: every entry must be written
+  out.grad = HostBatch<Real>(batch, n, Real(-7));
   out.status.assign(static_cast<std::size_t>(batch), static_cast<SolveStatus>(-1));
   out.iterations.assign(out.status.size(), -1);
-  std::vector<Real> rows(3 * static_cast<std::size_t>(n) * n);
   for (index_t b = 0; b < batch; ++b) {
-    const math::CpuTeam<Real, Cap> team(n, rows.data());
-    const math::CpuMatrices<Real> mats{in.R.view().matrix(b), in.G.view().matrix(b),
-                                       out.grad.view().matrix(b), n};
-    const MatrixOutcome outcome = math::direct_corrected_team<Real>(team, mats);
+    const MatrixOutcome outcome =
+        solve(in.R.view().matrix(b), in.G.view().matrix(b), out.grad.view().matrix(b), n);
     out.status[b] = outcome.status;
     out.iterations[b] = outcome.iterations;
   }
   return out;
+}
+
+// The team form on a CpuTeam of capacity Cap.
+template <class Real, int Cap>
+Outputs<Real> solve_with_cpu_team(const Inputs<Real>& in) {
+  std::vector<Real> rows(3 * static_cast<std::size_t>(in.R.n()) * in.R.n());
+  return solve_each(in, [&](const Real* R, const Real* G, Real* grad, int n) {
+    const math::CpuTeam<Real, Cap> team(n, rows.data());
+    return math::direct_corrected_team<Real>(team, math::CpuMatrices<Real>{R, G, grad, n});
+  });
 }
 
 // The corrected system factorised by Eigen (LLT and its condition estimate,
@@ -43,41 +51,20 @@ Outputs<Real> solve_with_cpu_team(const Inputs<Real>& in) {
 // `direct` runs above n = 8.
 template <class Real>
 Outputs<Real> solve_with_eigen(const Inputs<Real>& in) {
-  const index_t batch = in.R.batch();
-  const int n = in.R.n();
-  Outputs<Real> out;
-  out.grad = HostBatch<Real>(batch, n, Real(-7));
-  out.status.resize(static_cast<std::size_t>(batch));
-  out.iterations.resize(out.status.size());
-  math::DenseWorkspace<Real> workspace(n);
-  for (index_t b = 0; b < batch; ++b) {
-    const MatrixOutcome outcome = math::eigen_direct_matrix(
-        in.R.view().matrix(b), in.G.view().matrix(b), out.grad.view().matrix(b), n,
-        math::SchurSystem::corrected, workspace);
-    out.status[b] = outcome.status;
-    out.iterations[b] = outcome.iterations;
-  }
-  return out;
+  math::DenseWorkspace<Real> workspace(in.R.n());
+  return solve_each(in, [&](const Real* R, const Real* G, Real* grad, int n) {
+    return math::eigen_direct_matrix(R, G, grad, n, math::SchurSystem::corrected, workspace);
+  });
 }
 
+// The one-thread pointer form (solvers/direct/direct_math.hpp).
 template <class Real>
 Outputs<Real> solve_with_direct_matrix(const Inputs<Real>& in) {
-  const index_t batch = in.R.batch();
-  const int n = in.R.n();
-  Outputs<Real> out;
-  out.grad = HostBatch<Real>(batch, n, Real(-7));
-  out.status.resize(static_cast<std::size_t>(batch));
-  out.iterations.resize(out.status.size());
   std::vector<Real> work(
-      static_cast<std::size_t>(math::direct_workspace(n, math::SchurSystem::corrected)));
-  for (index_t b = 0; b < batch; ++b) {
-    const MatrixOutcome outcome =
-        math::direct_matrix(in.R.view().matrix(b), in.G.view().matrix(b), out.grad.view().matrix(b),
-                            n, math::SchurSystem::corrected, work.data());
-    out.status[b] = outcome.status;
-    out.iterations[b] = outcome.iterations;
-  }
-  return out;
+      static_cast<std::size_t>(math::direct_workspace(in.R.n(), math::SchurSystem::corrected)));
+  return solve_each(in, [&](const Real* R, const Real* G, Real* grad, int n) {
+    return math::direct_matrix(R, G, grad, n, math::SchurSystem::corrected, work.data());
+  });
 }
 
 template <class Real, int Cap = math::max_team_n>
