@@ -54,33 +54,26 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
     });
   }
   SINKGRAD_HD void step(Vec& a, Vec& b, int t) {
-    convention_linear_step<Real>(team, P, Pt, c, a, b, c_a, c_b, t, true);
+    convention_half_step<Real>(team, Pt, c, a, b, c_b, team_step_has_columns(c, t));
+    convention_half_step<Real>(team, P, c, b, a, c_a);
   }
 
   template <class AllB>
   SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev,
                         const Vec& b_prev, int t) {
-    const int n = team.n();
     const bool columns = team_step_has_columns(c, t);
-    Vec y_bar, z_bar;
-    team.each([&](Slot s) { y_bar[s] = -a_bar[s] * a[s] * a[s]; });
-    const auto& all_y = team.share(y_bar);
-    team.each([&](Slot s) {
-      const Real b_total = b_bar[s] + dot_n<Team::cap>(Pt[s], all_y, n);
-      z_bar[s] = columns ? -b_total * b[s] * b[s] : Real(0);
-      const Real r = reciprocal_in_range(b_prev[s]);
-      b_bar[s] = t > 1 ? (columns ? -z_bar[s] * c.eps * r * r : b_total) : 0;
-    });
-    const auto& all_z = team.share(z_bar);
-    team.each([&](Slot s) {
-      const Real r = reciprocal_in_range(a_prev[s]);
-      a_bar[s] = dot_n<Team::cap>(P[s], all_z, n) - y_bar[s] * c.eps * r * r;
-      SINKGRAD_UNROLL
-      for (int j = 0; j < Team::cap; ++j) {
-        if (j >= n) break;
-        Pbar[s][j] += y_bar[s] * all_b[j] + a_prev[s] * all_z[j];
-      }
-    });
+    linear_step_back<Real>(
+        team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev,
+        [&](Slot s, Real b_total) {
+          const Real z_bar = columns ? -b_total * b[s] * b[s] : Real(0);
+          const Real r = reciprocal_in_range(b_prev[s]);
+          b_bar[s] = t > 1 ? (columns ? -z_bar * c.eps * r * r : b_total) : 0;
+          return z_bar;
+        },
+        [&](Slot s, Real y_bar, Real P_z) {
+          const Real r = reciprocal_in_range(a_prev[s]);
+          return P_z - y_bar * c.eps * r * r;
+        });
   }
 };
 

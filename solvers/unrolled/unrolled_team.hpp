@@ -105,6 +105,32 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
   }
 }
 
+// Reverses linear-domain step t (ā = a_bar and b̄ = b_bar of a_t and b_t in, those of a_{t-1}
+// and b_{t-1} out; P̄ accumulated):
+//     ȳ = -ā ⊙ a_t²,  z̄ = column(s, b̄ + P^T ȳ),  ā = row(s, ȳ, P z̄),  P̄ += ȳ b_t^T + a_{t-1} z̄^T.
+// column(s, b_total) returns z̄, the adjoint of the column sum, and sets b̄_{t-1}[s]; row gives
+// ā_{t-1}: the seeds' forward's own terms, or with those of eps (convention_unrolled_team.hpp).
+template <class Real, class Team, class Rows, class Columns, class AllB, class Column, class Row>
+SINKGRAD_HD void linear_step_back(const Team& team, const Rows& P, const Columns& Pt, Rows& Pbar,
+                                  typename Team::Vec& a_bar, typename Team::Vec& b_bar,
+                                  const typename Team::Vec& a, const AllB& all_b,
+                                  const typename Team::Vec& a_prev, Column&& column, Row&& row) {
+  const int n = team.n();
+  typename Team::Vec y_bar, z_bar;
+  team.each([&](Slot s) { y_bar[s] = -a_bar[s] * a[s] * a[s]; });
+  const auto& all_y = team.share(y_bar);
+  team.each([&](Slot s) { z_bar[s] = column(s, b_bar[s] + dot_n<Team::cap>(Pt[s], all_y, n)); });
+  const auto& all_z = team.share(z_bar);
+  team.each([&](Slot s) {
+    a_bar[s] = row(s, y_bar[s], dot_n<Team::cap>(P[s], all_z, n));
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      Pbar[s][j] += y_bar[s] * all_b[j] + a_prev[s] * all_z[j];
+    }
+  });
+}
+
 // The linear-domain replay: u = a, v = b; adjoint rows Pbar.
 template <class Real, class Team, class Matrices, class Rows>
 struct LinearReplay {
@@ -145,23 +171,13 @@ struct LinearReplay {
   template <class AllB>
   SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev,
                         const Vec&, int) {
-    const int n = team.n();
-    Vec y_bar, z_bar;
-    team.each([&](Slot s) { y_bar[s] = -a_bar[s] * a[s] * a[s]; });
-    const auto& all_y = team.share(y_bar);
-    team.each([&](Slot s) {
-      z_bar[s] = -(b_bar[s] + dot_n<Team::cap>(Pt[s], all_y, n)) * b[s] * b[s];
-      b_bar[s] = 0;  // b_{t-1} only enters step t - 1
-    });
-    const auto& all_z = team.share(z_bar);
-    team.each([&](Slot s) {
-      a_bar[s] = dot_n<Team::cap>(P[s], all_z, n);
-      SINKGRAD_UNROLL
-      for (int j = 0; j < Team::cap; ++j) {
-        if (j >= n) break;
-        Pbar[s][j] += y_bar[s] * all_b[j] + a_prev[s] * all_z[j];
-      }
-    });
+    linear_step_back<Real>(
+        team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev,
+        [&](Slot s, Real b_total) {
+          b_bar[s] = 0;  // b_{t-1} only enters step t - 1
+          return -b_total * b[s] * b[s];
+        },
+        [](Slot, Real, Real P_z) { return P_z; });
   }
 };
 
