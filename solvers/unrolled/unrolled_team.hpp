@@ -29,7 +29,8 @@
 namespace sinkgrad::math {
 
 // The tape in team storage, stride Reals per vector: row-side vectors at the checkpoints
-// t = 0, L, 2L, ... (two_sided: each followed by the column-side one); one segment's row-side
+// t = 0, L, .., last segment's start - L (two_sided: each followed by the column-side one;
+// the last segment starts from the forward's own state); one segment's row-side
 // vectors at t = start .. start + L (row(k), k = t - start) and column-side vectors at
 // t = start + 1 .. start + L (column(k), k = t - start - 1; two_sided: from t = start, k = -1).
 // Two-sided tapes serve the forwards with eps, whose step t reads both vectors of step t - 1.
@@ -41,9 +42,9 @@ struct ReplayTape {
   int L;
   int segments;
   SINKGRAD_HD Real* checkpoint(int s) const { return base + s * sides * stride; }
-  SINKGRAD_HD Real* row(int k) const { return base + (segments * sides + k) * stride; }
+  SINKGRAD_HD Real* row(int k) const { return base + ((segments - 1) * sides + k) * stride; }
   SINKGRAD_HD Real* column(int k) const {
-    return base + (segments * sides + L + sides + k) * stride;
+    return base + ((segments - 1) * sides + L + sides + k) * stride;
   }
 };
 
@@ -70,11 +71,11 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
   };
   Vec u, v;
   replay.start(u, v);
-  store_state(tape.checkpoint(0), u, v);
+  if (segments > 1) store_state(tape.checkpoint(0), u, v);
   const int last_start = (segments - 1) * L;
   for (int t = 1; t <= last_start; ++t) {
     replay.step(u, v, t);
-    if (t % L == 0) store_state(tape.checkpoint(t / L), u, v);
+    if (t % L == 0 && t < last_start) store_state(tape.checkpoint(t / L), u, v);
   }
   for (int s = segments - 1; s >= 0; --s) {
     const int start = s * L;
