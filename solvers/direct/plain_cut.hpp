@@ -34,12 +34,8 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
   PlainCut cut;
   Real ambiguous = 0, stable_squared = 0;
   for (int k = 0; k < n; ++k) {
-    Real projection = 0, mean = 0;
-    for (int i = 0; i < n; ++i) {
-      projection += V[i * n + k] * b[i];
-      mean += V[i * n + k];
-    }
-    mean /= Real(n);
+    Real projection = 0;
+    for (int i = 0; i < n; ++i) projection += V[i * n + k] * b[i];
     const Real l = lambda[k * lambda_stride];
     const Real size = abs_of(l);
     const bool kept = size > cutoff;
@@ -47,7 +43,10 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
     if (!kept) ++cut.dropped;
     const bool in_band =
         size > cutoff / Real(near_cut_band) && size <= cutoff * Real(near_cut_band);
-    if (in_band) {
+    if (in_band) {  // the mean only here, off the path of every other eigenvalue
+      Real mean = 0;
+      for (int i = 0; i < n; ++i) mean += V[i * n + k];
+      mean /= Real(n);
       Real off_gauge = 0;  // || v_k - mean(v_k) 1 ||
       for (int i = 0; i < n; ++i) off_gauge += (V[i * n + k] - mean) * (V[i * n + k] - mean);
       ambiguous += abs_of(projection / l) * sqrt_of(off_gauge);
