@@ -72,76 +72,29 @@ SINKGRAD_HD Real log_plus_eps(const ConventionForward<Real>& c, Real log_s) {
 }
 
 // Linear-domain set-up of the softmax base: P = S^T + eps (P[s] and, unless read out of the
-// rows, Pt[s] = column s of P). Row s of S (column s of the team's matrix) is e_k / sum_k e_k,
-// e_k = exp(M_sk - max_k M_sk), formed as e_k * (1 / sum) + eps wherever an entry of P is
-// formed, so that P and Pt agree bit for bit: one exponential per entry where a lane owns the
-// whole matrix (it scales the e_k of its sums in place), two elsewhere (the sums', then P's
-// rows), against three for logsumexp followed by exp(M - lse) for P and for Pt. Returns whether
-// every entry of P is at least the linear domain's floor (finite: whether M is all finite).
+// rows, Pt[s] = column s of P), lse[s] = logsumexp of row s of M (column s of M^T). Returns
+// whether every entry of P is at least the linear domain's floor (and M finite: finite).
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
                                    const ConventionForward<Real>& c, bool& finite, Rows& P,
-                                   Rows& Pt) {
+                                   Rows& Pt, typename Team::Vec& lse) {
   const int n = team.n();
-  typename Team::Vec top, scale;  // per row of M: its maximum and 1 / sum_k e_k
-  bool all_finite = true;
-  team.each([&](Slot s) {
-    const auto& row_of_M = mats.M_col(s);
-    Real m = row_of_M[0];
-    for (int k = 0; k < n; ++k) {
-      if (!is_finite(row_of_M[k])) all_finite = false;
-      m = max_of(m, row_of_M[k]);
-    }
-    Real sum = 0;
-    SINKGRAD_UNROLL
-    for (int k = 0; k < Team::cap; ++k) {
-      if (k >= n) break;
-      const Real e = exp_of(row_of_M[k] - m);
-      sum += e;
-      if constexpr (Team::columns_from_rows)
-        P[Slot{k, k}][s.k] = e;  // P_ks, the lane's own (slot k = k)
-      else
-        Pt[s][k] = e;
-    }
-    top[s] = m;
-    scale[s] = Real(1) / sum;
-  });
-  finite = team.all(all_finite);
+  finite = softmax_row_lse<Real>(team, mats, lse);
   if (!finite) return false;
-  const Real floor = exp_of(linear_domain_log_floor<Real>());
   bool ok = true;
-  const auto entry = [&](Real& p, Real e, Real row_scale) {
-    p = e * row_scale + c.eps;
-    if (!(p >= floor)) ok = false;
-  };
-  if constexpr (Team::columns_from_rows) {
-    team.each([&](Slot s) {
-      SINKGRAD_UNROLL
-      for (int k = 0; k < Team::cap; ++k) {
-        if (k >= n) break;
-        entry(P[Slot{k, k}][s.k], P[Slot{k, k}][s.k], scale[s]);
-      }
-    });
-  } else {
-    const auto& all_top = team.share(top);
-    team.each([&](Slot s) {
-      const auto& row = mats.M_row(s);
-      SINKGRAD_UNROLL
-      for (int j = 0; j < Team::cap; ++j) {
-        if (j >= n) break;
-        P[s][j] = exp_of(row[j] - all_top[j]);
-      }
-    });
-    const auto& all_scale = team.share(scale);
-    team.each([&](Slot s) {
-      SINKGRAD_UNROLL
-      for (int j = 0; j < Team::cap; ++j) {
-        if (j >= n) break;
-        entry(P[s][j], P[s][j], all_scale[j]);
-        entry(Pt[s][j], Pt[s][j], scale[s]);
-      }
-    });
-  }
+  const auto& all_lse = team.share(lse);
+  const Real floor = exp_of(linear_domain_log_floor<Real>());
+  team.each([&](Slot s) {
+    const auto& row = mats.M_row(s);
+    const auto& col = mats.M_col(s);
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      P[s][j] = exp_of(row[j] - all_lse[j]) + c.eps;
+      if (!(P[s][j] >= floor)) ok = false;
+      if constexpr (!Team::columns_from_rows) Pt[s][j] = exp_of(col[j] - lse[s]) + c.eps;
+    }
+  });
   return team.all(ok);
 }
 
@@ -153,7 +106,7 @@ SINKGRAD_HD bool convention_linear_rows(const Team& team, const Matrices& mats,
                                         Rows& Pt, typename Team::Vec& c_b) {
   const bool eps_in_range = c.log_eps <= linear_domain_log_eps_cap<Real>();
   if (c.softmax_base) {
-    const bool linear = softmax_base_rows<Real>(team, mats, c, finite, P, Pt);
+    const bool linear = softmax_base_rows<Real>(team, mats, c, finite, P, Pt, c_b);
     team.each([&](Slot s) { c_b[s] = c.eps; });
     return linear && eps_in_range;
   }
