@@ -25,6 +25,7 @@
 #include "forward/convention_forward.hpp"  // ConventionForward, log_add_exp
 
 #include "forward/forward_team.hpp"
+#include "forward/softmax_base.hpp"
 
 namespace sinkgrad::math {
 
@@ -44,58 +45,6 @@ SINKGRAD_HD Real eps_potential(const ConventionForward<Real>& c, Real old, Real 
 template <class Real>
 SINKGRAD_HD bool team_step_has_columns(const ConventionForward<Real>& c, int t) {
   return !(c.softmax_base && t == 1);
-}
-
-// lse[s] = logsumexp of row s of M (column s of the team's matrix, M^T); whether M is finite.
-template <class Real, class Team, class Matrices>
-SINKGRAD_HD bool softmax_row_lse(const Team& team, const Matrices& mats, typename Team::Vec& lse) {
-  const int n = team.n();
-  bool finite = true;
-  team.each([&](Slot s) {
-    const auto& col = mats.M_col(s);
-    Real top = col[0];
-    for (int k = 0; k < n; ++k) {
-      if (!is_finite(col[k])) finite = false;
-      top = max_of(top, col[k]);
-    }
-    Real sum = 0;
-    for (int k = 0; k < n; ++k) sum += exp_of(col[k] - top);
-    lse[s] = top + log_of(sum);
-  });
-  return team.all(finite);
-}
-
-// log(S + eps) from log S.
-template <class Real>
-SINKGRAD_HD Real log_plus_eps(const ConventionForward<Real>& c, Real log_s) {
-  return c.eps == Real(0) ? log_s : log_add_exp(log_s, c.log_eps);
-}
-
-// Linear-domain set-up of the softmax base: P = S^T + eps (P[s] and, unless read out of the
-// rows, Pt[s] = column s of P), lse[s] = logsumexp of row s of M (column s of M^T). Returns
-// whether every entry of P is at least the linear domain's floor (and M finite: finite).
-template <class Real, class Team, class Matrices, class Rows>
-SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
-                                   const ConventionForward<Real>& c, bool& finite, Rows& P,
-                                   Rows& Pt, typename Team::Vec& lse) {
-  const int n = team.n();
-  finite = softmax_row_lse<Real>(team, mats, lse);
-  if (!finite) return false;
-  bool ok = true;
-  const auto& all_lse = team.share(lse);
-  const Real floor = exp_of(linear_domain_log_floor<Real>());
-  team.each([&](Slot s) {
-    const auto& row = mats.M_row(s);
-    const auto& col = mats.M_col(s);
-    SINKGRAD_UNROLL
-    for (int j = 0; j < Team::cap; ++j) {
-      if (j >= n) break;
-      P[s][j] = exp_of(row[j] - all_lse[j]) + c.eps;
-      if (!(P[s][j] >= floor)) ok = false;
-      if constexpr (!Team::columns_from_rows) Pt[s][j] = exp_of(col[j] - lse[s]) + c.eps;
-    }
-  });
-  return team.all(ok);
 }
 
 // The linear domain's set-up of convention c: P (and Pt) and c_b, the first column step's eps

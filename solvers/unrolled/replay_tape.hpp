@@ -1,0 +1,89 @@
+#pragma once
+// The reverse replay of a team-form forward (solvers/unrolled/unrolled_team.hpp and
+// convention_unrolled_team.hpp): the tape of its scaling vectors or potentials in team storage,
+// checkpointed when it does not fit (its size: unrolled_workspace,
+// solvers/unrolled/unrolled_math.hpp), and the loop that runs the forward, then its steps back.
+
+#include "math/team.hpp"
+
+namespace sinkgrad::math {
+
+// The tape in team storage, stride Reals per vector: row-side vectors at the checkpoints
+// t = 0, L, .., last segment's start - L (two_sided: each followed by the column-side one;
+// the last segment starts from the forward's own state); one segment's row-side
+// vectors at t = start .. start + L (row(k), k = t - start) and column-side vectors at
+// t = start + 1 .. start + L (column(k), k = t - start - 1; two_sided: from t = start, k = -1).
+// Two-sided tapes serve the forwards with eps, whose step t reads both vectors of step t - 1.
+template <class Real, bool two_sided>
+struct ReplayTape {
+  static constexpr int sides = two_sided ? 2 : 1;
+  Real* base;
+  int stride;
+  int L;
+  int segments;
+  SINKGRAD_HD Real* checkpoint(int s) const { return base + s * sides * stride; }
+  SINKGRAD_HD Real* row(int k) const { return base + ((segments - 1) * sides + k) * stride; }
+  SINKGRAD_HD Real* column(int k) const {
+    return base + ((segments - 1) * sides + L + sides + k) * stride;
+  }
+};
+
+template <class Team, class Real>
+SINKGRAD_HD void load_own(const Team& team, const Real* where, typename Team::Vec& v) {
+  team.each([&](Slot s) { v[s] = where[s.i]; });
+}
+
+// Runs the forward from replay.start() and calls replay.seed() at step T, then replay.back()
+// for t = T .. 1 with the step's vectors (own components of u_t, v_t, u_{t-1}, v_{t-1} (two-sided
+// replays only) and all of v_t). team.storage(): unrolled_workspace(team.stride(), T, L,
+// Replay::two_sided) Reals.
+template <class Real, class Team, class Replay>
+SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& replay) {
+  using Vec = typename Team::Vec;
+  constexpr bool two_sided = Replay::two_sided;
+  const int segments = (T + L - 1) / L;
+  // Two-sided replays keep one vector of their own first (convention_unrolled_team.hpp).
+  const ReplayTape<Real, two_sided> tape{team.storage() + (two_sided ? team.stride() : 0),
+                                         team.stride(), L, segments};
+  const auto store_state = [&](Real* where, const Vec& u, const Vec& v) {
+    team.store(where, u);
+    if constexpr (two_sided) team.store(where + team.stride(), v);
+  };
+  Vec u, v;
+  replay.start(u, v);
+  if (segments > 1) store_state(tape.checkpoint(0), u, v);
+  const int last_start = (segments - 1) * L;
+  for (int t = 1; t <= last_start; ++t) {
+    replay.step(u, v, t);
+    if (t % L == 0 && t < last_start) store_state(tape.checkpoint(t / L), u, v);
+  }
+  for (int s = segments - 1; s >= 0; --s) {
+    const int start = s * L;
+    const int end = start + L < T ? start + L : T;
+    team.sync();  // other lanes may still read the previous segment's vectors
+    if (s != segments - 1) {
+      load_own(team, tape.checkpoint(s), u);
+      if constexpr (two_sided) load_own(team, tape.checkpoint(s) + team.stride(), v);
+      if constexpr (requires { replay.resume(u, v, start); }) replay.resume(u, v, start);
+    }
+    team.store(tape.row(0), u);
+    if constexpr (two_sided) team.store(tape.column(-1), v);
+    for (int t = start + 1; t <= end; ++t) {
+      replay.step(u, v, t);
+      team.store(tape.column(t - start - 1), v);
+      team.store(tape.row(t - start), u);
+    }
+    team.sync();
+    if (s == segments - 1) replay.seed(u, v, team.load(tape.column(end - start - 1)));
+    for (int t = end; t > start; --t) {
+      Vec u_t, v_t, u_prev, v_prev;
+      load_own(team, tape.row(t - start), u_t);
+      load_own(team, tape.column(t - start - 1), v_t);
+      load_own(team, tape.row(t - start - 1), u_prev);
+      if constexpr (two_sided) load_own(team, tape.column(t - start - 2), v_prev);
+      replay.back(u_t, v_t, team.load(tape.column(t - start - 1)), u_prev, v_prev, t);
+    }
+  }
+}
+
+}  // namespace sinkgrad::math
