@@ -44,27 +44,40 @@ void check_forward_call(index_t logits_batch, int logits_n, index_t R_batch, int
     throw Error("forward: logits and R must have the same shape");
 }
 
+// The CPU's loop over a batch: forward(b, work) -> math::ForwardOutcome for matrix b, with
+// work_reals of scratch per thread; stores the violations (if asked) and returns the number of
+// matrices whose logits are not all finite.
+template <class Real, class Forward>
+index_t forward_each_matrix(index_t batch, std::size_t work_reals, Real* violation_out,
+                            Forward&& forward) {
+  index_t invalid = 0;
+#pragma omp parallel reduction(+ : invalid)
+  {
+    std::vector<Real> work(work_reals);
+#pragma omp for schedule(static)
+    for (index_t b = 0; b < batch; ++b) {
+      const math::ForwardOutcome<Real> outcome = forward(b, work.data());
+      if (!outcome.finite) ++invalid;
+      if (violation_out != nullptr) violation_out[b] = outcome.violation;
+    }
+  }
+  return invalid;
+}
+
 // Every convention but the default, on the cpu: the log-domain form, one matrix per thread.
 template <class Real>
 index_t convention_forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                                Real* violation_out, const ForwardSpec& spec) {
   const auto convention = math::convention_forward<Real>(spec);
   const int n = logits.n;
-  index_t invalid = 0;
-#pragma omp parallel reduction(+ : invalid)
-  {
-    std::vector<Real> work(static_cast<std::size_t>(math::convention_forward_workspace(n)));
-#pragma omp for schedule(static)
-    for (index_t b = 0; b < logits.batch; ++b) {
-      const bool ok = math::convention_forward_matrix(convention, logits.matrix(b), n, iterations,
-                                                      R.matrix(b), work.data());
-      if (!ok) ++invalid;
-      if (violation_out != nullptr)
-        violation_out[b] = ok ? math::marginal_violation(R.matrix(b), n, !convention.rows_first)
-                              : math::quiet_nan<Real>();
-    }
-  }
-  return invalid;
+  return forward_each_matrix(
+      logits.batch, static_cast<std::size_t>(math::convention_forward_workspace(n)), violation_out,
+      [&](index_t b, Real* work) -> math::ForwardOutcome<Real> {
+        const bool ok = math::convention_forward_matrix(convention, logits.matrix(b), n, iterations,
+                                                        R.matrix(b), work);
+        return {ok, ok ? math::marginal_violation(R.matrix(b), n, !convention.rows_first)
+                       : math::quiet_nan<Real>()};
+      });
 }
 
 // The seeds' forward by default, or team_forward's (math::ConventionTeamForward):
@@ -75,40 +88,24 @@ template <class Real, class Matrices, class TeamForward = math::SeedsTeamForward
 index_t forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                     Real* column_violation, TeamForward team_forward = {}) {
   const int n = logits.n;
+  if (n > math::max_team_n)
+    return forward_each_matrix(
+        logits.batch, 2 * std::size_t(n), column_violation,
+        [&](index_t b, Real* work) -> math::ForwardOutcome<Real> {
+          const bool ok =
+              math::sinkhorn_forward_matrix(logits.matrix(b), n, iterations, R.matrix(b), work);
+          return {ok, ok ? math::column_violation(R.matrix(b), n) : math::quiet_nan<Real>()};
+        });
   index_t invalid = 0;
-  if (n > math::max_team_n) {
-#pragma omp parallel reduction(+ : invalid)
-    {
-      std::vector<Real> work(2 * std::size_t(n));
-#pragma omp for schedule(static)
-      for (index_t b = 0; b < logits.batch; ++b) {
-        const bool ok = math::sinkhorn_forward_matrix(logits.matrix(b), n, iterations, R.matrix(b),
-                                                      work.data());
-        if (!ok) ++invalid;
-        if (column_violation != nullptr)
-          column_violation[b] =
-              ok ? math::column_violation(R.matrix(b), n) : math::quiet_nan<Real>();
-      }
-    }
-    return invalid;
-  }
   with_cpu_team<Real>(n, [&](auto team_type) {
     using Team = typename decltype(team_type)::type;
-    index_t count = 0;
-#pragma omp parallel reduction(+ : count)
-    {
-      // The team's rows, then its storage (a convention's log-base normalisers).
-      std::vector<Real> work(3 * static_cast<std::size_t>(n) * n + n);
-      const Team team(n, work.data(), work.data() + 3 * std::size_t(n) * n);
-#pragma omp for schedule(static)
-      for (index_t b = 0; b < logits.batch; ++b) {
-        const auto outcome =
-            team_forward(team, Matrices{logits.matrix(b), R.matrix(b), n}, iterations);
-        if (!outcome.finite) ++count;
-        if (column_violation != nullptr) column_violation[b] = outcome.violation;
-      }
-    }
-    invalid = count;
+    // The team's rows, then its storage (a convention's log-base normalisers).
+    const std::size_t rows_reals = 3 * static_cast<std::size_t>(n) * n;
+    invalid = forward_each_matrix(
+        logits.batch, rows_reals + n, column_violation, [&](index_t b, Real* work) {
+          const Team team(n, work, work + rows_reals);
+          return team_forward(team, Matrices{logits.matrix(b), R.matrix(b), n}, iterations);
+        });
   });
   return invalid;
 }
