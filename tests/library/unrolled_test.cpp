@@ -184,6 +184,10 @@ void expect_checkpointed_tape_is_exact() {
                 full_team, math::CpuLogitMatrices<Real>{{M.data(), G.data(), full.data(), n}}, T, T)
                 .status,
             SolveStatus::ok);
+        // The one-thread form the GPU runs above n = 64, on its full tape, for the same check.
+        std::vector<Real> pointer_full(nn), full_work(tape.size());
+        math::unrolled_backward_matrix(M.data(), G.data(), pointer_full.data(), n, T, T,
+                                       full_work.data());
         for (int L : {1, 2, 3, 5, T - 1}) {
           SCOPED_TRACE("scale " + std::to_string(scale) + ", n " + std::to_string(n) + ", T " +
                        std::to_string(T) + ", L " + std::to_string(L));
@@ -195,11 +199,7 @@ void expect_checkpointed_tape_is_exact() {
           ASSERT_EQ(outcome.status, SolveStatus::ok);
           EXPECT_EQ(outcome.iterations, T);
           for (std::size_t k = 0; k < nn; ++k) EXPECT_EQ(checkpointed[k], full[k]) << "entry " << k;
-          // The one-thread form the GPU runs above n = 64, with the same tape lengths.
-          std::vector<Real> pointer_full(nn), work(short_tape.size());
-          std::vector<Real> full_work(tape.size());
-          math::unrolled_backward_matrix(M.data(), G.data(), pointer_full.data(), n, T, T,
-                                         full_work.data());
+          std::vector<Real> work(short_tape.size());  // the one-thread form, checkpointed
           math::unrolled_backward_matrix(M.data(), G.data(), checkpointed.data(), n, T, L,
                                          work.data());
           for (std::size_t k = 0; k < nn; ++k)
