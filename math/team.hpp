@@ -127,6 +127,7 @@ class CpuTeam {
 
  public:
   static constexpr int cap = Cap;
+  static constexpr int fixed_n = N;
   static constexpr bool columns_from_rows = false;  // a contiguous transposed copy vectorises
 
   struct Vec {
@@ -206,6 +207,7 @@ class CpuTeam {
 // core/forward_spec.hpp).
 template <class Real, bool transposed = false>
 struct CpuMatrices {
+  static constexpr bool is_transposed = transposed;
   const Real* R;
   const Real* G;
   Real* grad;

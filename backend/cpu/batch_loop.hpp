@@ -9,6 +9,19 @@
 
 namespace sinkgrad {
 
+// Matrix b's row of the convergence record, null unless recording.
+template <class Real>
+Real* history_of(const BackwardResult<Real>& result, index_t b) {
+  return result.residual_history != nullptr ? result.residual_history + b * result.history_stride
+                                            : nullptr;
+}
+
+template <class Real>
+void record(const BackwardResult<Real>& result, index_t b, MatrixOutcome outcome) {
+  result.status[b] = outcome.status;
+  result.iterations[b] = outcome.iterations;
+}
+
 // per_matrix(b, work, history) -> MatrixOutcome; history is null unless recording.
 template <class Real, class PerMatrix>
 void solve_each_matrix_on_cpu(const BackwardResult<Real>& result, index_t batch,
@@ -17,14 +30,8 @@ void solve_each_matrix_on_cpu(const BackwardResult<Real>& result, index_t batch,
   {
     std::vector<Real> work(workspace);
 #pragma omp for schedule(static)
-    for (index_t b = 0; b < batch; ++b) {
-      Real* history = result.residual_history != nullptr
-                          ? result.residual_history + b * result.history_stride
-                          : nullptr;
-      const MatrixOutcome outcome = per_matrix(b, work.data(), history);
-      result.status[b] = outcome.status;
-      result.iterations[b] = outcome.iterations;
-    }
+    for (index_t b = 0; b < batch; ++b)
+      record(result, b, per_matrix(b, work.data(), history_of(result, b)));
   }
 }
 

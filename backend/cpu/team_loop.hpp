@@ -4,10 +4,12 @@
 
 #include <cstddef>
 #include <string>
-#include <type_traits>  // std::type_identity
+#include <type_traits>  // std::type_identity, std::integral_constant
+#include <vector>
 
 #include "backend/cpu/batch_loop.hpp"
 #include "core/error.hpp"
+#include "math/lanes.hpp"
 #include "math/team.hpp"
 
 namespace sinkgrad {
@@ -49,6 +51,51 @@ void solve_each_matrix_with_team(const BackwardResult<Real>& result, index_t bat
                                const Team team(n, work, work + rows_reals);
                                return per_matrix(team, b, history);
                              });
+  });
+}
+
+// solve_each_matrix_with_team, with the n of a compile-time team (4, 8, 16) taken
+// W = math::register_lanes<Real> matrices at a time, one per SIMD lane (math/lanes.hpp):
+// per_group(std::integral_constant<int, n>, first, lanes_work, work) solves matrices first ..
+// first + W - 1 and returns the mask of those it solved (bit w: matrix first + w, outcome
+// `solved`); per_matrix solves the others, the last batch % W, every matrix of other n, and all
+// of them when a convergence record is asked for. lanes_work: group_lanes Lanes<Real, W>;
+// work: rows_reals + storage_reals Reals.
+template <class Real, class PerGroup, class PerMatrix>
+void solve_each_matrix_with_lanes(const BackwardResult<Real>& result, index_t batch, int n,
+                                  PerGroup per_group, std::size_t group_lanes, MatrixOutcome solved,
+                                  PerMatrix per_matrix, std::size_t rows_reals,
+                                  std::size_t storage_reals) {
+  constexpr int W = math::register_lanes<Real>;
+  with_cpu_team<Real>(n, [&](auto team_type) {
+    using Team = typename decltype(team_type)::type;
+    const index_t groups = Team::fixed_n > 0 && result.residual_history == nullptr ? batch / W : 0;
+    const index_t singles = batch - groups * W;
+#pragma omp parallel
+    {
+      std::vector<math::Lanes<Real, W>> lanes(groups > 0 ? group_lanes : 0);
+      std::vector<Real> work(rows_reals + storage_reals);
+      const Team team(n, work.data(), work.data() + rows_reals);
+      const auto solve_one = [&](index_t b) {
+        record(result, b, per_matrix(team, b, history_of(result, b)));
+      };
+#pragma omp for schedule(static)
+      for (index_t g = 0; g < groups + singles; ++g) {
+        if (g >= groups) {
+          solve_one(groups * W + (g - groups));
+          continue;
+        }
+        unsigned done = 0;
+        if constexpr (Team::fixed_n > 0)
+          done = per_group(std::integral_constant<int, Team::fixed_n>{}, g * W, lanes.data(),
+                           work.data());
+        for (int w = 0; w < W; ++w)
+          if (done >> w & 1)
+            record(result, g * W + w, solved);
+          else
+            solve_one(g * W + w);
+      }
+    }
   });
 }
 

@@ -14,6 +14,7 @@
 #endif
 #include "solvers/unrolled/convention_unrolled.hpp"
 #include "solvers/unrolled/convention_unrolled_team.hpp"
+#include "solvers/unrolled/unrolled_lanes.hpp"
 #include "solvers/unrolled/unrolled_math.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 
@@ -33,15 +34,25 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
     const auto convention = math::convention_forward<Real>(problem.forward);
     const auto replay_in_team_form = [&](auto matrices) {
       using Matrices = decltype(matrices);
-      solve_each_matrix_with_team(
-          result, problem.grad_output.batch, n,
-          [&](const auto& team, index_t b, Real*) {
-            const Matrices mats{{problem.logits.matrix(b), problem.grad_output.matrix(b),
-                                 result.grad_logits.matrix(b), n}};
-            return seeds ? math::unrolled_team<Real>(team, mats, T, T)
-                         : math::convention_unrolled_team<Real>(team, mats, T, T, convention);
-          },
-          3 * static_cast<std::size_t>(n) * n, workspace);
+      const auto per_matrix = [&](const auto& team, index_t b, Real*) {
+        const Matrices mats{{problem.logits.matrix(b), problem.grad_output.matrix(b),
+                             result.grad_logits.matrix(b), n}};
+        return seeds ? math::unrolled_team<Real>(team, mats, T, T)
+                     : math::convention_unrolled_team<Real>(team, mats, T, T, convention);
+      };
+      const auto rows = 3 * static_cast<std::size_t>(n) * n;
+      if (!seeds)
+        return solve_each_matrix_with_team(result, problem.grad_output.batch, n, per_matrix, rows,
+                                           workspace);
+      // The seeds' forward: one matrix per SIMD lane where n is a compile-time team's.
+      const auto per_group = [&](auto N, index_t first, auto* lanes, Real* work) {
+        return math::unrolled_lanes<N.value, Matrices::is_transposed>(
+            problem.logits.matrix(first), problem.grad_output.matrix(first),
+            result.grad_logits.matrix(first), T, lanes, work);
+      };
+      solve_each_matrix_with_lanes(result, problem.grad_output.batch, n, per_group,
+                                   static_cast<std::size_t>(math::unrolled_lanes_workspace(n, T)),
+                                   {SolveStatus::ok, T}, per_matrix, rows, workspace);
     };
     // rows_first and tilekernels: the replay of M^T with G^T, read and written transposed.
     const bool transposed = last_step_normalises_columns(problem.forward.convention);

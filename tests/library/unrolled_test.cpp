@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/solver_registry.hpp"
 #include "forward/sinkhorn_forward.hpp"
 #include "solvers/unrolled/convention_unrolled_team.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
@@ -255,6 +258,51 @@ TEST(Unrolled, CheckpointedConventionTapeMatchesFloat) {
 }
 TEST(Unrolled, CheckpointedConventionTapeMatchesDouble) {
   expect_checkpointed_convention_tape_matches<double>();
+}
+
+// The CPU solves a batch of n = 4, 8, 16 W matrices at a time, one per SIMD lane, and a matrix
+// alone with the scalar team: the same operations, so the same bits, whatever its neighbours
+// (poisoned logits or G, a spread that needs the log domain, a G so large that the linear
+// gradient overflows), in the batch's last incomplete group too, and rows_first read transposed.
+template <class Real>
+void expect_lanes_equal_one_matrix_at_a_time() {
+  auto rng = make_rng(404 + sizeof(Real));
+  const auto solver = SolverRegistry::global().create("unrolled", {});
+  for (const auto& spec : {ForwardSpec{}, ForwardSpec{ForwardConvention::rows_first, 0}})
+    for (int n : {4, 8, 16})
+      for (int T : {1, 3, 20}) {
+        const index_t B = 27;  // 3 groups of 8 lanes and 3 more (float); 6 of 4 and 3 (double)
+        auto M = uniform_batch<Real>(rng, B, n, 0.0, 4.0);
+        auto G = normal_batch<Real>(rng, B, n);
+        M(2, 0, n - 1) = std::numeric_limits<Real>::quiet_NaN();
+        G(9, n - 1, 1) = std::numeric_limits<Real>::infinity();
+        for (int j = 0; j < n; ++j) M(5, 1, j) = Real(-300 * j);  // beyond the linear domain
+        G(12, 1, 2) = std::numeric_limits<Real>::max() / 4;
+        M(25, 0, 0) = std::numeric_limits<Real>::quiet_NaN();  // in the incomplete last group
+        const HostBatch<Real> R(B, n);                         // unrolled reads M, not R
+        const auto batch = solve(*solver, M, R, G, T, false, spec);
+        for (index_t b = 0; b < B; ++b) {
+          SCOPED_TRACE(describe(spec) + ", n " + std::to_string(n) + ", T " + std::to_string(T) +
+                       ", matrix " + std::to_string(b));
+          const auto alone =
+              solve(*solver, single(M, b), single(R, b), single(G, b), T, false, spec);
+          ASSERT_EQ(batch.status[b], alone.status[0]);
+          EXPECT_EQ(batch.iterations[b], alone.iterations[0]);
+          const index_t nn = index_t(n) * n;
+          EXPECT_EQ(std::memcmp(batch.grad.data() + b * nn, alone.grad.data(), nn * sizeof(Real)),
+                    0);
+        }
+        EXPECT_EQ(batch.status[2], SolveStatus::invalid_input);
+        EXPECT_EQ(batch.status[9], SolveStatus::invalid_input);
+        EXPECT_EQ(batch.status[0], SolveStatus::ok);
+      }
+}
+
+TEST(Unrolled, LanesEqualOneMatrixAtATimeFloat) {
+  expect_lanes_equal_one_matrix_at_a_time<float>();
+}
+TEST(Unrolled, LanesEqualOneMatrixAtATimeDouble) {
+  expect_lanes_equal_one_matrix_at_a_time<double>();
 }
 
 TEST(Unrolled, CheckpointedTapeIsExactFloat) {
