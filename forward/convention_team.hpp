@@ -214,7 +214,14 @@ SINKGRAD_HD ForwardOutcome<Real> convention_forward_team(const Team& team, const
     // Step 1 of the softmax base has no column half; the last step's row half is the epilogue
     // below. The loop between holds whole steps only (convention_half_step).
     const int first_whole = c.softmax_base ? 2 : 1;
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDA_ARCH__)
+#pragma GCC diagnostic push  // b is set for every i < n above; GCC 12 cannot see it for a
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // team of run-time n
+#endif
     if (c.softmax_base && T > 1) convention_half_step<Real>(team, P, c, b, a, c_a);
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDA_ARCH__)
+#pragma GCC diagnostic pop
+#endif
     for (int t = first_whole; t < T; ++t) {
       convention_half_step<Real>(team, columns, c, a, b, c_b);
       convention_half_step<Real>(team, P, c, b, a, c_a);

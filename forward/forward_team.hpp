@@ -108,9 +108,15 @@ SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
       P[s][j] = exp_of(row[j] - all_top[j]);
-      if constexpr (!Team::columns_from_rows) Pt[s][j] = exp_of(col[j] - top[s]);
+      if constexpr (!Team::columns_from_rows && !Team::one_lane) Pt[s][j] = exp_of(col[j] - top[s]);
     }
   });
+  // A lane that owns every row copies the columns out of them: the same exponentials of the
+  // same differences, n^2 of them instead of 2 n^2.
+  if constexpr (!Team::columns_from_rows && Team::one_lane)
+    team.each([&](Slot s) {
+      for (int j = 0; j < n; ++j) Pt[s][j] = P[Slot{j, j}][s.i];
+    });
   return true;
 }
 
@@ -147,6 +153,21 @@ SINKGRAD_HD void write_normalised_row(const Row& R, int n, Value&& value, Real e
     if (j >= n) break;
     R[j] = value(j) * inverse;
   }
+}
+
+// The T linear-domain steps from P (linear_domain_rows), then R's rows (R_row(s): row s).
+template <class Real, class Team, class Rows, class RowOf>
+SINKGRAD_HD void linear_domain_forward(const Team& team, const Rows& P, const Rows& Pt, int T,
+                                       RowOf&& R_row) {
+  const int n = team.n();
+  typename Team::Vec a, b;
+  team.each([&](Slot s) { a[s] = b[s] = 1; });  // b: each step's first result (T >= 1)
+  const ColumnsOf<Team, Rows> columns{P, Pt};
+  for (int t = 0; t < T; ++t) linear_domain_step<Real>(team, P, columns, a, b);
+  const auto& all_b = team.share(b);
+  team.each([&](Slot s) {
+    write_normalised_row<Real, Team>(R_row(s), n, [&](int j) { return a[s] * P[s][j] * all_b[j]; });
+  });
 }
 
 template <class Real>
@@ -193,15 +214,7 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
   auto Pt = team.template rows<1>();
   bool finite = true;
   if (linear_domain_rows<Real>(team, mats, finite, P, Pt)) {
-    typename Team::Vec a, b;
-    team.each([&](Slot s) { a[s] = b[s] = 1; });  // b: each step's first result (T >= 1)
-    const ColumnsOf<Team, decltype(P)> columns{P, Pt};
-    for (int t = 0; t < T; ++t) linear_domain_step<Real>(team, P, columns, a, b);
-    const auto& all_b = team.share(b);
-    team.each([&](Slot s) {
-      write_normalised_row<Real, Team>(mats.R_row(s), n,
-                                       [&](int j) { return a[s] * P[s][j] * all_b[j]; });
-    });
+    linear_domain_forward<Real>(team, P, Pt, T, [&](Slot s) { return mats.R_row(s); });
   } else if (finite) {
     typename Team::Vec f, g;
     team.each([&](Slot s) { f[s] = g[s] = 0; });

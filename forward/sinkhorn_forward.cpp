@@ -1,10 +1,14 @@
 #include "forward/sinkhorn_forward.hpp"
 
+#include <atomic>
+#include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/team_loop.hpp"
 #include "forward/convention_forward.hpp"
 #include "forward/convention_team.hpp"
+#include "forward/forward_lanes.hpp"
 #include "forward/forward_team.hpp"
 #include "forward/log_domain.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
@@ -45,22 +49,38 @@ void check_forward_call(index_t logits_batch, int logits_n, index_t R_batch, int
 }
 
 // The CPU's loop over a batch: forward(b, work) -> math::ForwardOutcome for matrix b, with
-// work_reals of scratch per thread; stores the violations (if asked) and returns the number of
-// matrices whose logits are not all finite.
-template <class Real, class Forward>
+// work_reals of scratch per thread; where a group is given, group(first, lanes, work, outcomes)
+// first for W = math::register_lanes<Real> matrices at a time (group_lanes Lanes of scratch),
+// returning the mask of those it did (their outcomes in outcomes[w]). Stores the violations (if
+// asked) and returns the number of matrices whose logits are not all finite.
+template <class Real, class Forward, class Group = std::nullptr_t>
 index_t forward_each_matrix(index_t batch, std::size_t work_reals, Real* violation_out,
-                            Forward&& forward) {
-  index_t invalid = 0;
-#pragma omp parallel reduction(+ : invalid)
-  {
-    std::vector<Real> work(work_reals);
-#pragma omp for schedule(static)
-    for (index_t b = 0; b < batch; ++b) {
-      const math::ForwardOutcome<Real> outcome = forward(b, work.data());
-      if (!outcome.finite) ++invalid;
-      if (violation_out != nullptr) violation_out[b] = outcome.violation;
-    }
-  }
+                            Forward&& forward, Group group = nullptr, std::size_t group_lanes = 0) {
+  constexpr int W = math::register_lanes<Real>;
+  constexpr bool grouped = !std::is_same_v<Group, std::nullptr_t>;
+  std::atomic<index_t> invalid{0};
+  const auto note = [&](index_t b, const math::ForwardOutcome<Real>& outcome) {
+    if (!outcome.finite) ++invalid;
+    if (violation_out != nullptr) violation_out[b] = outcome.violation;
+  };
+  each_in_lane_groups<W>(
+      batch, grouped,
+      [&] {
+        return LaneScratch<Real, W>{std::vector<math::Lanes<Real, W>>(grouped ? group_lanes : 0),
+                                    std::vector<Real>(work_reals)};
+      },
+      [&](index_t first, LaneScratch<Real, W>& scratch) -> unsigned {
+        if constexpr (grouped) {
+          math::ForwardOutcome<Real> outcomes[W];
+          const unsigned done = group(first, scratch.lanes.data(), scratch.reals.data(), outcomes);
+          for (int w = 0; w < W; ++w)
+            if (done >> w & 1) note(first + w, outcomes[w]);
+          return done;
+        } else {
+          return 0;
+        }
+      },
+      [&](index_t b, LaneScratch<Real, W>& scratch) { note(b, forward(b, scratch.reals.data())); });
   return invalid;
 }
 
@@ -101,11 +121,23 @@ index_t forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real
     using Team = typename decltype(team_type)::type;
     // The team's rows, then its storage (a convention's log-base normalisers).
     const std::size_t rows_reals = 3 * static_cast<std::size_t>(n) * n;
-    invalid = forward_each_matrix(
-        logits.batch, rows_reals + n, column_violation, [&](index_t b, Real* work) {
-          const Team team(n, work, work + rows_reals);
-          return team_forward(team, Matrices{logits.matrix(b), R.matrix(b), n}, iterations);
-        });
+    const auto one = [&](index_t b, Real* work) {
+      const Team team(n, work, work + rows_reals);
+      return team_forward(team, Matrices{logits.matrix(b), R.matrix(b), n}, iterations);
+    };
+    // The seeds' forward of a compile-time n: one matrix per SIMD lane.
+    if constexpr (Team::fixed_n > 0 && std::is_same_v<TeamForward, math::SeedsTeamForward<Real>>)
+      invalid = forward_each_matrix(
+          logits.batch, rows_reals + n, column_violation, one,
+          [&](index_t first, auto* lanes, Real* work, math::ForwardOutcome<Real>* outcomes) {
+            const auto mats_of = [&](int w) {
+              return Matrices{logits.matrix(first + w), R.matrix(first + w), n};
+            };
+            return math::forward_lanes<Team::fixed_n>(mats_of, iterations, lanes, work, outcomes);
+          },
+          static_cast<std::size_t>(math::forward_lanes_workspace(n)));
+    else
+      invalid = forward_each_matrix(logits.batch, rows_reals + n, column_violation, one);
   });
   return invalid;
 }

@@ -28,6 +28,7 @@
 //   Team::cap                a compile-time bound on n: loops run j < cap and stop at n
 //   Team::columns_from_rows  whether a lane reads columns out of its rows at no cost (it owns
 //                            every row, in registers; then slot k = i)
+//   Team::one_lane           whether one lane owns every row (slot k = i)
 //
 // The canonical order of a sum (the GPU's, reproduced on the CPU so that both give the same
 // bits): with W = team_width(n), lane l first adds its components l, l + W, l + 2W, ... in
@@ -129,6 +130,7 @@ class CpuTeam {
   static constexpr int cap = Cap;
   static constexpr int fixed_n = N;
   static constexpr bool columns_from_rows = false;  // a contiguous transposed copy vectorises
+  static constexpr bool one_lane = true;
 
   struct Vec {
     Real v[Cap];
@@ -207,7 +209,6 @@ class CpuTeam {
 // core/forward_spec.hpp).
 template <class Real, bool transposed = false>
 struct CpuMatrices {
-  static constexpr bool is_transposed = transposed;
   const Real* R;
   const Real* G;
   Real* grad;

@@ -54,6 +54,38 @@ void solve_each_matrix_with_team(const BackwardResult<Real>& result, index_t bat
   });
 }
 
+// The batch in parallel, W consecutive matrices at a time (grouped) or one at a time:
+// group(first, scratch) handles matrices first .. first + W - 1 and returns the mask of those it
+// finished (bit w: matrix first + w); one(b, scratch) handles each of the others, the last
+// batch % W, and every matrix when not grouped. make_scratch() gives each thread its scratch.
+template <int W, class MakeScratch, class Group, class One>
+void each_in_lane_groups(index_t batch, bool grouped, MakeScratch make_scratch, Group group,
+                         One one) {
+  const index_t groups = grouped ? batch / W : 0;
+  const index_t singles = batch - groups * W;
+#pragma omp parallel
+  {
+    auto scratch = make_scratch();
+#pragma omp for schedule(static)
+    for (index_t g = 0; g < groups + singles; ++g) {
+      if (g >= groups) {
+        one(groups * W + (g - groups), scratch);
+        continue;
+      }
+      const unsigned done = group(g * W, scratch);
+      for (int w = 0; w < W; ++w)
+        if (!(done >> w & 1)) one(g * W + w, scratch);
+    }
+  }
+}
+
+// A thread's scratch for each_in_lane_groups: Lanes for a group, Reals for one matrix.
+template <class Real, int W>
+struct LaneScratch {
+  std::vector<math::Lanes<Real, W>> lanes;
+  std::vector<Real> reals;
+};
+
 // solve_each_matrix_with_team, with the n of a compile-time team (4, 8, 16) taken
 // W = math::register_lanes<Real> matrices at a time, one per SIMD lane (math/lanes.hpp):
 // per_group(std::integral_constant<int, n>, first, lanes_work, work) solves matrices first ..
@@ -69,33 +101,26 @@ void solve_each_matrix_with_lanes(const BackwardResult<Real>& result, index_t ba
   constexpr int W = math::register_lanes<Real>;
   with_cpu_team<Real>(n, [&](auto team_type) {
     using Team = typename decltype(team_type)::type;
-    const index_t groups = Team::fixed_n > 0 && result.residual_history == nullptr ? batch / W : 0;
-    const index_t singles = batch - groups * W;
-#pragma omp parallel
-    {
-      std::vector<math::Lanes<Real, W>> lanes(groups > 0 ? group_lanes : 0);
-      std::vector<Real> work(rows_reals + storage_reals);
-      const Team team(n, work.data(), work.data() + rows_reals);
-      const auto solve_one = [&](index_t b) {
-        record(result, b, per_matrix(team, b, history_of(result, b)));
-      };
-#pragma omp for schedule(static)
-      for (index_t g = 0; g < groups + singles; ++g) {
-        if (g >= groups) {
-          solve_one(groups * W + (g - groups));
-          continue;
-        }
-        unsigned done = 0;
-        if constexpr (Team::fixed_n > 0)
-          done = per_group(std::integral_constant<int, Team::fixed_n>{}, g * W, lanes.data(),
-                           work.data());
-        for (int w = 0; w < W; ++w)
-          if (done >> w & 1)
-            record(result, g * W + w, solved);
-          else
-            solve_one(g * W + w);
-      }
-    }
+    const bool grouped = Team::fixed_n > 0 && result.residual_history == nullptr;
+    each_in_lane_groups<W>(
+        batch, grouped,
+        [&] {
+          return LaneScratch<Real, W>{std::vector<math::Lanes<Real, W>>(grouped ? group_lanes : 0),
+                                      std::vector<Real>(rows_reals + storage_reals)};
+        },
+        [&](index_t first, LaneScratch<Real, W>& scratch) {
+          unsigned done = 0;
+          if constexpr (Team::fixed_n > 0)
+            done = per_group(std::integral_constant<int, Team::fixed_n>{}, first,
+                             scratch.lanes.data(), scratch.reals.data());
+          for (int w = 0; w < W; ++w)
+            if (done >> w & 1) record(result, first + w, solved);
+          return done;
+        },
+        [&](index_t b, LaneScratch<Real, W>& scratch) {
+          const Team team(n, scratch.reals.data(), scratch.reals.data() + rows_reals);
+          record(result, b, per_matrix(team, b, history_of(result, b)));
+        });
   });
 }
 

@@ -34,6 +34,7 @@ class CudaTeam {
   static constexpr int K = Shape::K;
   static constexpr int cap = Shape::cap;
   static constexpr bool columns_from_rows = W == 1;  // the whole matrix in registers
+  static constexpr bool one_lane = W == 1;
 
   struct Vec {
     Real v[K];

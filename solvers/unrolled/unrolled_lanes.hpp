@@ -7,7 +7,6 @@
 // solves it with unrolled_team (its log-domain replay, or its failure status).
 
 #include "math/lanes.hpp"
-#include "math/numeric.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 
 namespace sinkgrad::math {
@@ -17,42 +16,46 @@ inline long long unrolled_lanes_workspace(int n, int T) {
   return 4LL * n * n + unrolled_workspace(n, T, T);
 }
 
-// dL/dM of the T-step seeds' forward for the W matrices at M + w n^2 (G, grad alike), n = N;
-// transposed: rows_first without eps, read and written transposed (CpuLogitMatrices). work:
+// dL/dM of the T-step seeds' forward for W matrices of n = N: mats_of(w) gives lane w's
+// CpuLogitMatrices as the scalar team reads them (transposed for rows_first). work:
 // unrolled_lanes_workspace(N, T) Lanes; scalar_work: 2 N^2 Reals. Returns the lanes whose
 // gradient it wrote (bit w: status ok after T iterations); the caller solves the others.
-template <int N, bool transposed, class Real, int W>
-unsigned unrolled_lanes(const Real* M, const Real* G, Real* grad, int T, Lanes<Real, W>* work,
-                        Real* scalar_work) {
+template <int N, class Real, int W, class MatricesOf>
+unsigned unrolled_lanes(MatricesOf mats_of, int T, Lanes<Real, W>* work, Real* scalar_work) {
   using Pack = Lanes<Real, W>;
   constexpr int nn = N * N;
   // P's rows and columns per matrix by the scalar set-up: the exponentials and the spread test.
   const CpuTeam<Real, N, N> scalar(N, scalar_work);
   auto P = scalar.template rows<0>();
   auto Pt = scalar.template rows<1>();
-  Pack* const packed = work;  // P, Pt, P̄, G: the lanes team's rows<0..2>() and G
+  Pack* const packed = work;  // P, its columns, P̄ (the lanes team's rows<0..2>()), then G
   Pack* const G_packed = work + 3 * nn;
   unsigned linear = 0;
   for (int w = 0; w < W; ++w) {
-    const CpuLogitMatrices<Real, transposed> mats{{M + w * nn, G + w * nn, nullptr, N}};
-    bool finite = all_finite(G + w * nn, nn);
+    const auto mats = mats_of(w);
+    bool finite = true;
+    scalar.each([&](Slot s) {
+      for (int j = 0; j < N; ++j) finite = finite && is_finite(mats.G_row(s)[j]);
+    });
     const bool on = finite && linear_domain_rows<Real>(scalar, mats, finite, P, Pt);
     if (on) linear |= 1u << w;
-    for (int k = 0; k < nn; ++k) {  // a lane left to the caller computes with finite stand-ins
-      packed[k].v[w] = on ? scalar_work[k] : Real(1);
-      packed[nn + k].v[w] = on ? scalar_work[nn + k] : Real(1);
-      G_packed[k].v[w] = on ? G[w * nn + k] : Real(0);
-    }
+    scalar.each([&](Slot s) {  // a lane left to the caller computes with finite stand-ins
+      for (int j = 0; j < N; ++j) {
+        packed[s.i * N + j].v[w] = on ? P[s][j] : Real(1);
+        packed[nn + s.i * N + j].v[w] = on ? Pt[s][j] : Real(1);
+        G_packed[s.i * N + j].v[w] = on ? mats.G_row(s)[j] : Real(0);
+      }
+    });
   }
   if (linear == 0) return 0;
 
   using Team = CpuTeam<Pack, N, N>;
   const Team team(N, packed, work + 4 * nn);
-  const CpuLogitMatrices<Pack, transposed> mats{{nullptr, G_packed, nullptr, N}};
+  const CpuLogitMatrices<Pack> lanes_mats{{nullptr, G_packed, nullptr, N}};
   auto P_lanes = team.template rows<0>();
   auto Pbar = team.template rows<2>();
-  LinearReplay<Pack, Team, decltype(mats), decltype(P_lanes)> replay{
-      team, mats, P_lanes, {P_lanes, team.template rows<1>()}, Pbar, {}, {}};
+  LinearReplay<Pack, Team, decltype(lanes_mats), decltype(P_lanes)> replay{
+      team, lanes_mats, P_lanes, {P_lanes, team.template rows<1>()}, Pbar, {}, {}};
   replay_in_reverse<Pack>(team, T, T, replay);
 
   // grad = P ⊙ P̄, kept where every entry is finite (write_if_finite, per lane; the caller
@@ -60,13 +63,15 @@ unsigned unrolled_lanes(const Real* M, const Real* G, Real* grad, int T, Lanes<R
   unsigned written = 0;
   for (int w = 0; w < W; ++w) {
     if (!(linear >> w & 1)) continue;
+    const auto mats = mats_of(w);
     bool finite = true;
-    for (int i = 0; i < N; ++i)
+    scalar.each([&](Slot s) {
       for (int j = 0; j < N; ++j) {
-        const Real g = packed[i * N + j].v[w] * packed[2 * nn + i * N + j].v[w];
+        const Real g = P_lanes[s][j].v[w] * Pbar[s][j].v[w];
         finite = finite && is_finite(g);
-        grad[w * nn + (transposed ? j * N + i : i * N + j)] = g;
+        mats.grad_row(s)[j] = g;
       }
+    });
     if (finite) written |= 1u << w;
   }
   return written;

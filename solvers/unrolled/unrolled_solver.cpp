@@ -46,9 +46,11 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
                                            workspace);
       // The seeds' forward: one matrix per SIMD lane where n is a compile-time team's.
       const auto per_group = [&](auto N, index_t first, auto* lanes, Real* work) {
-        return math::unrolled_lanes<N.value, Matrices::is_transposed>(
-            problem.logits.matrix(first), problem.grad_output.matrix(first),
-            result.grad_logits.matrix(first), T, lanes, work);
+        const auto mats_of = [&](int w) {
+          return Matrices{{problem.logits.matrix(first + w), problem.grad_output.matrix(first + w),
+                           result.grad_logits.matrix(first + w), n}};
+        };
+        return math::unrolled_lanes<N.value>(mats_of, T, lanes, work);
       };
       solve_each_matrix_with_lanes(result, problem.grad_output.batch, n, per_group,
                                    static_cast<std::size_t>(math::unrolled_lanes_workspace(n, T)),

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "forward/sinkhorn_forward.hpp"
@@ -213,6 +214,44 @@ TYPED_TEST(ForwardTest, NonFiniteLogitsAreFlaggedPerMatrix) {
         << "matrix " << b;
     EXPECT_EQ(single_run.violation[0], run.violation[b]);
   }
+}
+
+// The CPU runs n = 4, 8, 16 W matrices at a time, one per SIMD lane, and a matrix alone with the
+// scalar team: the same bits and violations whatever the neighbours (non-finite logits, a
+// spread that needs the log domain), in the batch's last incomplete group too, for the default
+// and for rows_first (read transposed).
+TYPED_TEST(ForwardTest, LanesEqualOneMatrixAtATime) {
+  using Real = TypeParam;
+  auto rng = make_rng(107);
+  for (const auto& spec : {ForwardSpec{}, ForwardSpec{ForwardConvention::rows_first, 0}})
+    for (int n : {4, 8, 16})
+      for (int T : {1, 3, 20}) {
+        SCOPED_TRACE(describe(spec) + ", n " + std::to_string(n) + ", T " + std::to_string(T));
+        const index_t B = 27;
+        auto logits = uniform_batch<Real>(rng, B, n, 0.0, 4.0);
+        logits(1, 2, 3) = std::numeric_limits<Real>::quiet_NaN();
+        logits(10, 0, 0) = -std::numeric_limits<Real>::infinity();
+        for (int j = 0; j < n; ++j) logits(6, j, 1) = Real(-300 * j);  // beyond the linear domain
+        logits(26, n - 1, 0) = std::numeric_limits<Real>::infinity();  // the last group
+        const auto forward = [&](const HostBatch<Real>& M, HostBatch<Real>& R,
+                                 std::vector<Real>& violation) {
+          return sinkhorn_forward<Real>(M.view(), T, R.view(), violation.data(), Device::cpu, spec);
+        };
+        HostBatch<Real> R(B, n);
+        std::vector<Real> violation(B);
+        EXPECT_EQ(forward(logits, R, violation), 3);
+        const index_t nn = index_t(n) * n;
+        for (index_t b = 0; b < B; ++b) {
+          HostBatch<Real> alone(1, n), R_alone(1, n);
+          std::vector<Real> violation_alone(1);
+          std::memcpy(alone.data(), logits.data() + b * nn, sizeof(Real) * nn);
+          forward(alone, R_alone, violation_alone);
+          EXPECT_EQ(0, std::memcmp(R_alone.data(), R.data() + b * nn, sizeof(Real) * nn))
+              << "matrix " << b;
+          EXPECT_EQ(0, std::memcmp(&violation_alone[0], &violation[b], sizeof(Real)))
+              << "matrix " << b;
+        }
+      }
 }
 
 TEST(ForwardApi, RejectsBadArguments) {
