@@ -60,6 +60,24 @@ struct ColumnsOf {
   }
 };
 
+// Whether a team computes P's columns Pt itself, entry by entry: a GPU team whose lanes own
+// their columns. A one-thread GPU team reads them out of its rows (ColumnsOf); a team of one
+// lane that keeps them apart (the CPU's) copies them out of its rows once P is complete
+// (copy_columns_of_rows): the same values, exp of the same differences, without a second
+// exponential per entry.
+template <class Team>
+inline constexpr bool computes_columns = !Team::columns_from_rows && !Team::one_lane;
+
+template <class Team, class Rows>
+SINKGRAD_HD void copy_columns_of_rows(const Team& team, const Rows& P, Rows& Pt) {
+  if constexpr (!Team::columns_from_rows && Team::one_lane) {
+    const int n = team.n();
+    team.each([&](Slot s) {
+      for (int j = 0; j < n; ++j) Pt[s][j] = P[Slot{j, j}][s.i];
+    });
+  }
+}
+
 // The linear-domain set-up shared by the forward and the unrolled replay: whether every entry of
 // M is finite (finite) and every column spread little enough (returned), and then P's rows
 // (P[slot]) and, unless the team reads them out of the rows (ColumnsOf), its columns (Pt[slot]:
@@ -108,15 +126,10 @@ SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
       P[s][j] = exp_of(row[j] - all_top[j]);
-      if constexpr (!Team::columns_from_rows && !Team::one_lane) Pt[s][j] = exp_of(col[j] - top[s]);
+      if constexpr (computes_columns<Team>) Pt[s][j] = exp_of(col[j] - top[s]);
     }
   });
-  // A lane that owns every row copies the columns out of them: the same exponentials of the
-  // same differences, n^2 of them instead of 2 n^2.
-  if constexpr (!Team::columns_from_rows && Team::one_lane)
-    team.each([&](Slot s) {
-      for (int j = 0; j < n; ++j) Pt[s][j] = P[Slot{j, j}][s.i];
-    });
+  copy_columns_of_rows(team, P, Pt);
   return true;
 }
 

@@ -4,7 +4,7 @@
 // M^T (the convention runs on the transposed matrices).
 
 #include "forward/convention_forward.hpp"  // ConventionForward, log_add_exp
-#include "forward/forward_team.hpp"        // linear_domain_log_floor
+#include "forward/forward_team.hpp"        // linear_domain_log_floor, copy_columns_of_rows
 
 namespace sinkgrad::math {
 
@@ -54,9 +54,10 @@ SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
       if (j >= n) break;
       P[s][j] = exp_of(row[j] - all_lse[j]) + c.eps;
       if (!(P[s][j] >= floor)) ok = false;
-      if constexpr (!Team::columns_from_rows) Pt[s][j] = exp_of(col[j] - lse[s]) + c.eps;
+      if constexpr (computes_columns<Team>) Pt[s][j] = exp_of(col[j] - lse[s]) + c.eps;
     }
   });
+  copy_columns_of_rows(team, P, Pt);
   return team.all(ok);
 }
 
