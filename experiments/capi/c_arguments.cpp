@@ -52,7 +52,7 @@ std::map<std::string, std::string> parse_options(const char* text) {
   return options;
 }
 
-const BackwardSolver& cached_solver(const std::string& name,
+const BackwardSolver* cached_solver(const std::string& name,
                                     const std::map<std::string, std::string>& options) {
   using Key = std::pair<std::string, std::map<std::string, std::string>>;
   static auto* cache = new std::map<Key, std::unique_ptr<BackwardSolver>>;
@@ -62,7 +62,7 @@ const BackwardSolver& cached_solver(const std::string& name,
   auto it = cache->find(key);
   if (it == cache->end())
     it = cache->emplace(std::move(key), SolverRegistry::global().create(name, options)).first;
-  return *it->second;
+  return it->second.get();
 }
 
 void check_solve_arguments(std::int64_t batch, int n, int T, const void* R, const void* G,

@@ -28,8 +28,9 @@ void check_solve_arguments(std::int64_t batch, int n, int T, const void* R, cons
 std::map<std::string, std::string> parse_options(const char* text);
 
 // Solvers by (name, options), created on first use and kept until exit (never destroyed, like
-// the registry), so that repeated calls from a timing loop skip creation.
-const BackwardSolver& cached_solver(const std::string& name,
+// the registry), so that repeated calls from a timing loop skip creation. Never null (a pointer,
+// not a reference: GCC 13 takes a reference returned from temporary arguments for a dangling one).
+const BackwardSolver* cached_solver(const std::string& name,
                                     const std::map<std::string, std::string>& options);
 
 // The forward of a convention (null: columns_first) with eps (make_forward_spec checks both).

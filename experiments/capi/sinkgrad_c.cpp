@@ -137,7 +137,7 @@ int sinkgrad_solve_convention(const char* solver, const char* options, int devic
   return guarded("sinkgrad_solve", [&] {
     const ForwardSpec spec = spec_of(convention, eps);
     if (solver == nullptr) throw Error("solver is NULL");
-    const BackwardSolver& s = cached_solver(solver, parse_options(options));
+    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
     const Device on = device_of(device);
     check_dtype(dtype);
     check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
@@ -183,7 +183,7 @@ int sinkgrad_solve_convention_async(const char* solver, const char* options, int
   return guarded("sinkgrad_solve_async", [&] {
     const ForwardSpec spec = spec_of(convention, eps);
     if (solver == nullptr) throw Error("solver is NULL");
-    const BackwardSolver& s = cached_solver(solver, parse_options(options));
+    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
     check_dtype(dtype);
     check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
     if (dtype == SINKGRAD_C_FLOAT32)
@@ -198,7 +198,7 @@ int sinkgrad_solve_convention_async(const char* solver, const char* options, int
 int sinkgrad_check_solver(const char* solver, const char* options, int device, int dtype) {
   return guarded("sinkgrad_check_solver", [&] {
     if (solver == nullptr) throw Error("solver is NULL");
-    const BackwardSolver& s = cached_solver(solver, parse_options(options));
+    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
     const Device on = device_of(device);
     check_dtype(dtype);
     const Precision precision =
