@@ -11,17 +11,28 @@
 
 namespace sinkgrad::math {
 
-// Lanes<Real, W> a group needs: P, its columns, P̄ and G (n^2 each), and the tape of all T steps.
-inline long long unrolled_lanes_workspace(int n, int T) {
-  return 4LL * n * n + unrolled_workspace(n, T, T);
+// The tape's segment length: every step while the tape fits 2^16 Lanes (2 MiB a thread), else
+// the longest segment that fits, else the one of least memory (about sqrt(T / 2)); a
+// checkpointed tape gives the same bits (replay_in_reverse), W times the scalar tape would not.
+inline int unrolled_lanes_segment(int n, int T) {
+  const int L = unrolled_segment_length(n, T, 1LL << 16);
+  if (L > 0) return L;
+  int root = 1;
+  while (2LL * root * root < T) ++root;
+  return root;
+}
+
+// Lanes<Real, W> a group needs: P, its columns, P̄ and G (n^2 each), and the tape (segment L).
+inline long long unrolled_lanes_workspace(int n, int T, int L) {
+  return 4LL * n * n + unrolled_workspace(n, T, L);
 }
 
 // dL/dM of the T-step seeds' forward for W matrices of n = N: mats_of(w) gives lane w's
 // CpuLogitMatrices as the scalar team reads them (transposed for rows_first). work:
-// unrolled_lanes_workspace(N, T) Lanes; scalar_work: 2 N^2 Reals. Returns the lanes whose
+// unrolled_lanes_workspace(N, T, L) Lanes; scalar_work: 2 N^2 Reals. Returns the lanes whose
 // gradient it wrote (bit w: status ok after T iterations); the caller solves the others.
 template <int N, class Real, int W, class MatricesOf>
-unsigned unrolled_lanes(MatricesOf mats_of, int T, Lanes<Real, W>* work, Real* scalar_work) {
+unsigned unrolled_lanes(MatricesOf mats_of, int T, int L, Lanes<Real, W>* work, Real* scalar_work) {
   using Pack = Lanes<Real, W>;
   constexpr int nn = N * N;
   // P's rows and columns per matrix by the scalar set-up: the exponentials and the spread test.
@@ -56,7 +67,7 @@ unsigned unrolled_lanes(MatricesOf mats_of, int T, Lanes<Real, W>* work, Real* s
   auto Pbar = team.template rows<2>();
   LinearReplay<Pack, Team, decltype(lanes_mats), decltype(P_lanes)> replay{
       team, lanes_mats, P_lanes, {P_lanes, team.template rows<1>()}, Pbar, {}, {}};
-  replay_in_reverse<Pack>(team, T, T, replay);
+  replay_in_reverse<Pack>(team, T, L, replay);
 
   // grad = P ⊙ P̄, kept where every entry is finite (write_if_finite, per lane; the caller
   // overwrites the others).

@@ -45,16 +45,18 @@ class UnrolledSolver : public SolverVariants<UnrolledSolver> {
         return solve_each_matrix_with_team(result, problem.grad_output.batch, n, per_matrix, rows,
                                            workspace);
       // The seeds' forward: one matrix per SIMD lane where n is a compile-time team's.
+      const int L = math::unrolled_lanes_segment(n, T);
       const auto per_group = [&](auto N, index_t first, auto* lanes, Real* work) {
         const auto mats_of = [&](int w) {
           return Matrices{{problem.logits.matrix(first + w), problem.grad_output.matrix(first + w),
                            result.grad_logits.matrix(first + w), n}};
         };
-        return math::unrolled_lanes<N.value>(mats_of, T, lanes, work);
+        return math::unrolled_lanes<N.value>(mats_of, T, L, lanes, work);
       };
-      solve_each_matrix_with_lanes(result, problem.grad_output.batch, n, per_group,
-                                   static_cast<std::size_t>(math::unrolled_lanes_workspace(n, T)),
-                                   {SolveStatus::ok, T}, per_matrix, rows, workspace);
+      solve_each_matrix_with_lanes(
+          result, problem.grad_output.batch, n, per_group,
+          static_cast<std::size_t>(math::unrolled_lanes_workspace(n, T, L)), {SolveStatus::ok, T},
+          per_matrix, rows, workspace);
     };
     // rows_first and tilekernels: the replay of M^T with G^T, read and written transposed.
     const bool transposed = last_step_normalises_columns(problem.forward.convention);
