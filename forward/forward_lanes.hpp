@@ -16,6 +16,26 @@ inline long long forward_lanes_workspace(int n) {
   return 3LL * n * n;
 }
 
+// Lane w's part of the linear domain's set-up, where wanted: linear_domain_rows by the scalar
+// team (scratch: its rows<0..1>()), then P's rows into lane w of packed[0, n^2) and its columns
+// into packed[n^2, 2 n^2); finite stand-ins (1) where the matrix is left to the caller. Returns
+// whether lane w is in the linear domain.
+template <int N, class Real, int W, class Matrices>
+bool pack_linear_rows(const CpuTeam<Real, N, N>& scalar, const Matrices& mats, bool wanted, int w,
+                      Lanes<Real, W>* packed) {
+  auto P = scalar.template rows<0>();
+  auto Pt = scalar.template rows<1>();
+  bool finite = true;
+  const bool on = wanted && linear_domain_rows<Real>(scalar, mats, finite, P, Pt);
+  scalar.each([&](Slot s) {
+    for (int j = 0; j < N; ++j) {
+      packed[s.i * N + j].v[w] = on ? P[s][j] : Real(1);
+      packed[N * N + s.i * N + j].v[w] = on ? Pt[s][j] : Real(1);
+    }
+  });
+  return on;
+}
+
 // R of the T-step seeds' forward for W matrices of n = N: mats_of(w) gives lane w's matrices as
 // the scalar team reads them (M_row, M_col, R_row, R_col). work: forward_lanes_workspace(N)
 // Lanes; scalar_work: 2 N^2 Reals. Returns the lanes whose R it wrote, with their outcomes in
@@ -24,23 +44,10 @@ template <int N, class Real, int W, class MatricesOf>
 unsigned forward_lanes(MatricesOf mats_of, int T, Lanes<Real, W>* work, Real* scalar_work,
                        ForwardOutcome<Real>* outcomes) {
   using Pack = Lanes<Real, W>;
-  constexpr int nn = N * N;
   const CpuTeam<Real, N, N> scalar(N, scalar_work);
-  auto P = scalar.template rows<0>();
-  auto Pt = scalar.template rows<1>();
   unsigned linear = 0;
-  for (int w = 0; w < W; ++w) {
-    const auto mats = mats_of(w);
-    bool finite = true;
-    const bool on = linear_domain_rows<Real>(scalar, mats, finite, P, Pt);
-    if (on) linear |= 1u << w;
-    scalar.each([&](Slot s) {  // a lane left to the caller computes with finite stand-ins
-      for (int j = 0; j < N; ++j) {
-        work[s.i * N + j].v[w] = on ? P[s][j] : Real(1);
-        work[nn + s.i * N + j].v[w] = on ? Pt[s][j] : Real(1);
-      }
-    });
-  }
+  for (int w = 0; w < W; ++w)
+    if (pack_linear_rows(scalar, mats_of(w), true, w, work)) linear |= 1u << w;
   if (linear == 0) return 0;
 
   const CpuTeam<Pack, N, N> team(N, work);  // rows<0>: P, rows<1>: its columns, rows<2>: R

@@ -64,11 +64,7 @@ index_t forward_each_matrix(index_t batch, std::size_t work_reals, Real* violati
     if (violation_out != nullptr) violation_out[b] = outcome.violation;
   };
   each_in_lane_groups<W>(
-      batch, grouped,
-      [&] {
-        return LaneScratch<Real, W>{std::vector<math::Lanes<Real, W>>(grouped ? group_lanes : 0),
-                                    std::vector<Real>(work_reals)};
-      },
+      batch, grouped, [&] { return LaneScratch<Real, W>(grouped ? group_lanes : 0, work_reals); },
       [&](index_t first, LaneScratch<Real, W>& scratch) -> unsigned {
         if constexpr (grouped) {
           math::ForwardOutcome<Real> outcomes[W];

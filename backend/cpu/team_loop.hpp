@@ -82,6 +82,8 @@ void each_in_lane_groups(index_t batch, bool grouped, MakeScratch make_scratch, 
 // A thread's scratch for each_in_lane_groups: Lanes for a group, Reals for one matrix.
 template <class Real, int W>
 struct LaneScratch {
+  LaneScratch(std::size_t lane_count, std::size_t real_count)
+      : lanes(lane_count), reals(real_count) {}
   std::vector<math::Lanes<Real, W>> lanes;
   std::vector<Real> reals;
 };
@@ -104,10 +106,7 @@ void solve_each_matrix_with_lanes(const BackwardResult<Real>& result, index_t ba
     const bool grouped = Team::fixed_n > 0 && result.residual_history == nullptr;
     each_in_lane_groups<W>(
         batch, grouped,
-        [&] {
-          return LaneScratch<Real, W>{std::vector<math::Lanes<Real, W>>(grouped ? group_lanes : 0),
-                                      std::vector<Real>(rows_reals + storage_reals)};
-        },
+        [&] { return LaneScratch<Real, W>(grouped ? group_lanes : 0, rows_reals + storage_reals); },
         [&](index_t first, LaneScratch<Real, W>& scratch) {
           unsigned done = 0;
           if constexpr (Team::fixed_n > 0)

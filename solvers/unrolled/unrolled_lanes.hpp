@@ -6,6 +6,7 @@
 // domain's spread test, a finite gradient); a matrix that fails one is left to the caller, which
 // solves it with unrolled_team (its log-domain replay, or its failure status).
 
+#include "forward/forward_lanes.hpp"
 #include "math/lanes.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 
@@ -35,27 +36,21 @@ template <int N, class Real, int W, class MatricesOf>
 unsigned unrolled_lanes(MatricesOf mats_of, int T, int L, Lanes<Real, W>* work, Real* scalar_work) {
   using Pack = Lanes<Real, W>;
   constexpr int nn = N * N;
-  // P's rows and columns per matrix by the scalar set-up: the exponentials and the spread test.
+  // P's rows and columns per matrix by the scalar set-up (pack_linear_rows).
   const CpuTeam<Real, N, N> scalar(N, scalar_work);
-  auto P = scalar.template rows<0>();
-  auto Pt = scalar.template rows<1>();
   Pack* const packed = work;  // P, its columns, P̄ (the lanes team's rows<0..2>()), then G
   Pack* const G_packed = work + 3 * nn;
   unsigned linear = 0;
   for (int w = 0; w < W; ++w) {
     const auto mats = mats_of(w);
-    bool finite = true;
+    bool G_finite = true;
     scalar.each([&](Slot s) {
-      for (int j = 0; j < N; ++j) finite = finite && is_finite(mats.G_row(s)[j]);
+      for (int j = 0; j < N; ++j) G_finite = G_finite && is_finite(mats.G_row(s)[j]);
     });
-    const bool on = finite && linear_domain_rows<Real>(scalar, mats, finite, P, Pt);
+    const bool on = pack_linear_rows(scalar, mats, G_finite, w, packed);
     if (on) linear |= 1u << w;
-    scalar.each([&](Slot s) {  // a lane left to the caller computes with finite stand-ins
-      for (int j = 0; j < N; ++j) {
-        packed[s.i * N + j].v[w] = on ? P[s][j] : Real(1);
-        packed[nn + s.i * N + j].v[w] = on ? Pt[s][j] : Real(1);
-        G_packed[s.i * N + j].v[w] = on ? mats.G_row(s)[j] : Real(0);
-      }
+    scalar.each([&](Slot s) {
+      for (int j = 0; j < N; ++j) G_packed[s.i * N + j].v[w] = on ? mats.G_row(s)[j] : Real(0);
     });
   }
   if (linear == 0) return 0;
