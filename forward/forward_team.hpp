@@ -78,6 +78,33 @@ SINKGRAD_HD void copy_columns_of_rows(const Team& team, const Rows& P, Rows& Pt)
   }
 }
 
+// P[s][j] = finish(exp(M_sj - shift_j)) for the lane's rows of the team's matrix M and, where
+// the team computes them (computes_columns), its columns Pt[s][j] = finish(exp(M_js - shift_s));
+// otherwise copied out of the rows. shift: one value per column (the column maxima, or the
+// softmax's row normalisers of softmax_base.hpp). Returns whether accept(P[s][j]) held for every
+// entry on this lane.
+template <class Real, class Team, class Matrices, class Rows, class Finish, class Accept>
+SINKGRAD_HD bool shifted_exponentials(const Team& team, const Matrices& mats,
+                                      const typename Team::Vec& shift, Rows& P, Rows& Pt,
+                                      Finish&& finish, Accept&& accept) {
+  const int n = team.n();
+  bool accepted = true;
+  const auto& all_shift = team.share(shift);
+  team.each([&](Slot s) {
+    const auto& row = mats.M_row(s);
+    const auto& col = mats.M_col(s);
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      P[s][j] = finish(exp_of(row[j] - all_shift[j]));
+      if (!accept(P[s][j])) accepted = false;
+      if constexpr (computes_columns<Team>) Pt[s][j] = finish(exp_of(col[j] - shift[s]));
+    }
+  });
+  copy_columns_of_rows(team, P, Pt);
+  return accepted;
+}
+
 // The linear-domain set-up shared by the forward and the unrolled replay: whether every entry of
 // M is finite (finite) and every column spread little enough (returned), and then P's rows
 // (P[slot]) and, unless the team reads them out of the rows (ColumnsOf), its columns (Pt[slot]:
@@ -118,18 +145,8 @@ SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool
     return false;
   }
   finite = true;
-  const auto& all_top = team.share(top);
-  team.each([&](Slot s) {
-    const auto& row = mats.M_row(s);
-    const auto& col = mats.M_col(s);
-    SINKGRAD_UNROLL
-    for (int j = 0; j < Team::cap; ++j) {
-      if (j >= n) break;
-      P[s][j] = exp_of(row[j] - all_top[j]);
-      if constexpr (computes_columns<Team>) Pt[s][j] = exp_of(col[j] - top[s]);
-    }
-  });
-  copy_columns_of_rows(team, P, Pt);
+  shifted_exponentials<Real>(
+      team, mats, top, P, Pt, [](Real x) { return x; }, [](Real) { return true; });
   return true;
 }
 

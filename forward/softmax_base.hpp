@@ -40,24 +40,11 @@ template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
                                    const ConventionForward<Real>& c, bool& finite, Rows& P,
                                    Rows& Pt, typename Team::Vec& lse) {
-  const int n = team.n();
   finite = softmax_row_lse<Real>(team, mats, lse);
   if (!finite) return false;
-  bool ok = true;
-  const auto& all_lse = team.share(lse);
-  const Real floor = exp_of(linear_domain_log_floor<Real>());
-  team.each([&](Slot s) {
-    const auto& row = mats.M_row(s);
-    const auto& col = mats.M_col(s);
-    SINKGRAD_UNROLL
-    for (int j = 0; j < Team::cap; ++j) {
-      if (j >= n) break;
-      P[s][j] = exp_of(row[j] - all_lse[j]) + c.eps;
-      if (!(P[s][j] >= floor)) ok = false;
-      if constexpr (computes_columns<Team>) Pt[s][j] = exp_of(col[j] - lse[s]) + c.eps;
-    }
-  });
-  copy_columns_of_rows(team, P, Pt);
+  const bool ok = shifted_exponentials<Real>(
+      team, mats, lse, P, Pt, [&](Real x) { return x + c.eps; },
+      [](Real p) { return p >= exp_of(linear_domain_log_floor<Real>()); });
   return team.all(ok);
 }
 

@@ -160,13 +160,8 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
                                                    int L, const ConventionForward<Real>& c) {
   using Vec = typename Team::Vec;
   const int n = team.n();
-  bool G_finite = true;
-  team.each([&](Slot s) {
-    const auto& G = mats.G_row(s);
-    for (int j = 0; j < n; ++j)
-      if (!is_finite(G[j])) G_finite = false;
-  });
-  if (!team.all(G_finite)) return team_fail<Real>(team, mats, SolveStatus::invalid_input);
+  if (!grad_output_finite<Real>(team, mats))
+    return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   auto P = team.template rows<0>();
   auto Pt = team.template rows<1>();
   auto adjoint = team.template rows<2>();  // P̄ (linear domain) or W (log domain)

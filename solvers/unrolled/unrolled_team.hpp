@@ -201,18 +201,26 @@ SINKGRAD_HD bool write_if_finite(const Team& team, const Matrices& mats, Value v
   return true;
 }
 
+// Whether every entry of G is finite (every lane learns it): an unrolled replay refuses a
+// non-finite G before it starts.
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD bool grad_output_finite(const Team& team, const Matrices& mats) {
+  const int n = team.n();
+  bool finite = true;
+  team.each([&](Slot s) {
+    const auto& G = mats.G_row(s);
+    for (int j = 0; j < n; ++j)
+      if (!is_finite(G[j])) finite = false;
+  });
+  return team.all(finite);
+}
+
 // dL/dM of the T-step forward for one matrix. mats: M_row, M_col (the logits), G_row, G_col,
 // grad_row; segment L from unrolled_segment_length(team.stride(), T, storage Reals).
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD MatrixOutcome unrolled_team(const Team& team, const Matrices& mats, int T, int L) {
-  const int n = team.n();
-  bool G_finite = true;
-  team.each([&](Slot s) {
-    const auto& G = mats.G_row(s);
-    for (int j = 0; j < n; ++j)
-      if (!is_finite(G[j])) G_finite = false;
-  });
-  if (!team.all(G_finite)) return team_fail<Real>(team, mats, SolveStatus::invalid_input);
+  if (!grad_output_finite<Real>(team, mats))
+    return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   auto P = team.template rows<0>();
   auto Pt = team.template rows<1>();
   auto adjoint = team.template rows<2>();  // P̄ (linear domain) or W (log domain)
