@@ -100,7 +100,9 @@ TEST(ConventionParity, EveryConventionOnCudaMatchesTheCpu) {
                            ForwardSpec{ForwardConvention::rows_first, 1e-8},
                            ForwardSpec{ForwardConvention::columns_first, 1e-3},
                            ForwardSpec{ForwardConvention::tilekernels, 1e-6}})
-    for (int n : {1, 2, 3, 4, 7, 8, 16, 32, 64})
+    // 33 and 40: lane teams where some lanes own two rows and others one (at T = 50 a defect
+    // there can converge away: a team form that was wrong by 0.05 at T = 3 agreed to 1e-10).
+    for (int n : {1, 2, 3, 4, 7, 8, 16, 32, 33, 40, 64})
       for (int T : {1, 3, 20}) {
         check_convention<double>(spec, n, T, 1e-13);
         check_convention<float>(spec, n, T, 2e-5);
