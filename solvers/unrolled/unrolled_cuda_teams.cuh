@@ -58,16 +58,9 @@ void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<R
     with_team_shape<SmallMatrices::four_lanes>(n, [&](auto shape) {
       using Shape = decltype(shape);
       const int stride = Shape::cap;
-      // The longest segment within the budget, else the one with the smallest tape.
-      int segment =
-          math::unrolled_segment_length(stride, T, tape_reals_per_lane * Shape::W, two_sided);
-      const auto tape_of = [&](int L) { return math::unrolled_workspace(stride, T, L, two_sided); };
-      if (segment == 0) {
-        segment = 1;
-        for (int L = 2; L <= T; ++L)
-          if (tape_of(L) < tape_of(segment)) segment = L;
-      }
-      const long long tape = tape_of(segment);
+      const int segment =
+          math::unrolled_segment_or_smallest(stride, T, tape_reals_per_lane * Shape::W, two_sided);
+      const long long tape = math::unrolled_workspace(stride, T, segment, two_sided);
       if (tape * static_cast<long long>(sizeof(Real)) > 200 * 1024) too_long(n, T);
       launch_teams<Real, Shape, decltype(orientation)::value>(
           problem.logits.data, problem.grad_output.data, result.grad_logits.data, result.status,

@@ -13,14 +13,10 @@
 namespace sinkgrad::math {
 
 // The tape's segment length: every step while the tape fits 2^16 Lanes (2 MiB a thread), else
-// the longest segment that fits, else the one of least memory (about sqrt(T / 2)); a
-// checkpointed tape gives the same bits (replay_in_reverse), W times the scalar tape would not.
+// the longest segment that fits, else the one of the smallest tape; a checkpointed tape gives
+// the same bits (replay_in_reverse), W times the scalar tape would not.
 inline int unrolled_lanes_segment(int n, int T) {
-  const int L = unrolled_segment_length(n, T, 1LL << 16);
-  if (L > 0) return L;
-  int root = 1;
-  while (2LL * root * root < T) ++root;
-  return root;
+  return unrolled_segment_or_smallest(n, T, 1LL << 16);
 }
 
 // Lanes<Real, W> a group needs: P, its columns, P̄ and G (n^2 each), and the tape (segment L).
@@ -43,11 +39,8 @@ unsigned unrolled_lanes(MatricesOf mats_of, int T, int L, Lanes<Real, W>* work, 
   unsigned linear = 0;
   for (int w = 0; w < W; ++w) {
     const auto mats = mats_of(w);
-    bool G_finite = true;
-    scalar.each([&](Slot s) {
-      for (int j = 0; j < N; ++j) G_finite = G_finite && is_finite(mats.G_row(s)[j]);
-    });
-    const bool on = pack_linear_rows(scalar, mats, G_finite, w, packed);
+    const bool on =
+        pack_linear_rows(scalar, mats, grad_output_finite<Real>(scalar, mats), w, packed);
     if (on) linear |= 1u << w;
     scalar.each([&](Slot s) {
       for (int j = 0; j < N; ++j) G_packed[s.i * N + j].v[w] = on ? mats.G_row(s)[j] : Real(0);

@@ -38,6 +38,19 @@ SINKGRAD_HD int unrolled_segment_length(int n, int T, long long capacity, bool t
   return best;
 }
 
+// The longest segment that fits into capacity Reals, else the one of the smallest tape (which
+// the caller then finds room for, or refuses).
+SINKGRAD_HD int unrolled_segment_or_smallest(int n, int T, long long capacity,
+                                             bool two_sided = false) {
+  const int longest = unrolled_segment_length(n, T, capacity, two_sided);
+  if (longest > 0) return longest;
+  int smallest = 1;
+  for (int L = 2; L <= T; ++L)
+    if (unrolled_workspace(n, T, L, two_sided) < unrolled_workspace(n, T, smallest, two_sided))
+      smallest = L;
+  return smallest;
+}
+
 // Reverse one forward step t given f_{t-1}, g_t, f_t; W is updated in place.
 template <class Real>
 SINKGRAD_HD void unrolled_step_back(const Real* M, const Real* f_prev, const Real* g, const Real* f,
