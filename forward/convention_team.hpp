@@ -48,7 +48,8 @@ SINKGRAD_HD bool team_step_has_columns(const ConventionForward<Real>& c, int t) 
 }
 
 // The linear domain's set-up of convention c: P (and Pt) and c_b, the first column step's eps
-// term. Returns whether the linear domain takes the matrix (finite: whether M is all finite).
+// term; the softmax base's normalisers go to team.storage() (as log_base's, for the reverse).
+// Returns whether the linear domain takes the matrix (finite: whether M is all finite).
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool convention_linear_rows(const Team& team, const Matrices& mats,
                                         const ConventionForward<Real>& c, bool& finite, Rows& P,
@@ -56,6 +57,7 @@ SINKGRAD_HD bool convention_linear_rows(const Team& team, const Matrices& mats,
   const bool eps_in_range = c.log_eps <= linear_domain_log_eps_cap<Real>();
   if (c.softmax_base) {
     const bool linear = softmax_base_rows<Real>(team, mats, c, finite, P, Pt, c_b);
+    team.store(team.storage(), c_b);
     team.each([&](Slot s) { c_b[s] = c.eps; });
     return linear && eps_in_range;
   }

@@ -3,19 +3,22 @@
 // derivative of forward/convention_team.hpp, run by the CPU and the GPU for n <= 64 (on the
 // transposed matrices for rows_first and tilekernels, as the forward).
 //
-// Linear domain. Step t: u = P^T a_{t-1}, b_t = 1 / (u + eps / b_{t-1}), v = P b_t,
-// a_t = 1 / (v + eps / a_{t-1}) (eps / b_0 = e^-m eps, c_b of the forward; tilekernels' step 1
-// has no column normalisation, b_1 = b_0 = 1). Reversing it with ȳ = -ā a_t² (adjoint of v):
-//     b̄ += P^T ȳ,  z̄ = -b̄ b_t²,  P̄ += ȳ b_t^T + a_{t-1} z̄^T,
-//     ā_{t-1} = P z̄ - ȳ eps / a_{t-1}²,   b̄_{t-1} = -z̄ eps / b_{t-1}²
-// (unrolled_team.hpp's step with the two eps terms; b_0 and a_0 are constants). The replayed
-// steps carry eps / b_{t-1} as the forward does (eps times the last denominator), recomputing
-// it only where a segment starts from a checkpoint. Every division is a reciprocal in range,
-// as in the forward: the replay keeps to the linear domain's range
-// (a gradient that leaves it is not finite and is replayed in the log domain). The forward
-// depends on M only through X_0 = P diag(b_0) with the maxima held fixed, so dL/dM = P ⊙ P̄ for
-// B = exp(M). For the softmax base P = S^T + eps: S̄^T = P̄, and the softmax's reverse
-// dM_js = S_js (S̄_js - sum_k S̄_jk S_jk).
+// Linear domain. Step t: the denominators d_b = P^T a_{t-1} + eps d_b' and
+// d_a = P b_t + eps d_a' (' of step t - 1: eps / b_{t-1} = eps d_b'), b_t = 1 / d_b,
+// a_t = 1 / d_a (eps d_b of step 0 is e^-m eps, c_b of the forward; tilekernels' step 1 has no
+// column normalisation, b_1 = b_0 = 1). The denominators obey a linear recurrence, so their
+// adjoints ȳ (of d_a) and z̄ (of d_b) carry eps from step t + 1 instead of dividing by a_{t-1}²
+// and b_{t-1}²:
+//     ȳ_t = -ā a_t² + eps ȳ_{t+1},   z̄_t = -(b̄ + P^T ȳ_t) b_t² + eps z̄_{t+1},
+//     ā_{t-1} = P z̄_t,   P̄ += ȳ_t b_t^T + a_{t-1} z̄_t^T
+// (unrolled_team.hpp's step with the two eps terms, one multiply-add each; b_0 and a_0 are
+// constants). The replayed steps carry eps / b_{t-1} as the forward does (eps times the last
+// denominator), recomputing it only where a segment starts from a checkpoint, which therefore
+// holds both vectors. Every division is a reciprocal in range, as in the forward: the replay
+// keeps to the linear domain's range (a gradient that leaves it is not finite and is replayed
+// in the log domain). The forward depends on M only through X_0 = P diag(b_0) with the maxima
+// held fixed, so dL/dM = P ⊙ P̄ for B = exp(M). For the softmax base P = S^T + eps:
+// S̄^T = P̄, and the softmax's reverse dM_js = S_js (S̄_js - sum_k S̄_jk S_jk).
 //
 // Log domain: W = X ⊙ dL/dX, reversed as unrolled_team.hpp's LogReplay over log B (eps changes
 // the iterates, not the form: convention_unrolled.hpp); at the end W = dL/d log B, and for the
@@ -36,7 +39,8 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
   static constexpr bool two_sided = true;
   const ConventionForward<Real>& c;
   const Vec& c_b0;   // eps / b_0
-  Vec c_a{}, c_b{};  // eps / a, eps / b of the state the next step starts from
+  Vec c_a{}, c_b{};        // eps / a, eps / b of the state the next step starts from
+  Vec y_next{}, z_next{};  // ȳ, z̄ of the step reversed last (step t + 1)
 
   SINKGRAD_HD void start(Vec& a, Vec& b) {
     team.each([&](Slot s) {
@@ -59,20 +63,14 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
   }
 
   template <class AllB>
-  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev,
-                        const Vec& b_prev, int t) {
+  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev, int t) {
     const bool columns = team_step_has_columns(c, t);
     linear_step_back<Real>(
         team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev,
+        [&](Slot s, Real y) { return y_next[s] = y + c.eps * y_next[s]; },
         [&](Slot s, Real b_total) {
-          const Real z_bar = columns ? -b_total * b[s] * b[s] : Real(0);
-          const Real r = reciprocal_in_range(b_prev[s]);
-          b_bar[s] = t > 1 ? (columns ? -z_bar * c.eps * r * r : b_total) : 0;
-          return z_bar;
-        },
-        [&](Slot s, Real y_bar, Real P_z) {
-          const Real r = reciprocal_in_range(a_prev[s]);
-          return P_z - y_bar * c.eps * r * r;
+          b_bar[s] = 0;  // b_{t-1} enters step t through d_b, carried by z̄
+          return z_next[s] = columns ? -b_total * b[s] * b[s] + c.eps * z_next[s] : Real(0);
         });
   }
 };
@@ -105,7 +103,7 @@ struct ConventionLogReplay {
     });
   }
   template <class AllG>
-  SINKGRAD_HD void back(const Vec& f, const Vec&, const AllG& all_g, const Vec& f_prev, const Vec&,
+  SINKGRAD_HD void back(const Vec& f, const Vec&, const AllG& all_g, const Vec& f_prev,
                         int t) const {
     const int n = team.n();
     team.each([&](Slot s) {  // the row normalisation, X_t = exp(log B + f_t + g_t)
@@ -125,14 +123,13 @@ struct ConventionLogReplay {
 };
 
 // The softmax's reverse, in place in the gradient's rows, which hold S̄^T (or, times_S,
-// S^T ⊙ S̄^T): dM_js = S_js (S̄_js - sum_k S̄_jk S_jk), a row of S being a column of the team's.
+// S^T ⊙ S̄^T): dM_js = S_js (S̄_js - sum_k S̄_jk S_jk), a row of S being a column of the team's;
+// the rows' normalisers are in team.storage() (convention_linear_rows, log_base).
 // Short loops over the tiles: one text for both domains, no unrolled copy of it.
 template <class Real, class Team, class Matrices>
-SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats,
-                                       typename Team::Vec& lse, int T, bool times_S) {
+SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, int T,
+                                       bool times_S) {
   const int n = team.n();
-  softmax_row_lse<Real>(team, mats, lse);
-  team.store(team.storage(), lse);
   team.sync();
   const auto all_lse = team.load(team.storage());
   const auto S = [&](Slot s, int j) { return exp_of(mats.M_row(s)[j] - all_lse[j]); };
@@ -153,7 +150,7 @@ SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats,
 }
 
 // dL/dM for one matrix of the T-step forward of convention c (mats as unrolled_team's);
-// team.storage(): unrolled_workspace(team.stride(), T, L, true) Reals (the log base's normalisers,
+// team.storage(): unrolled_workspace(team.stride(), T, L, true) Reals (the softmax's normalisers,
 // then the two-sided tape).
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matrices& mats, int T,
@@ -177,7 +174,7 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
       if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return P[s][j] * adjoint[s][j]; }))
         return {SolveStatus::ok, T};
     } else if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return adjoint[s][j]; })) {
-      return softmax_back<Real>(team, mats, lse, T, /*times_S=*/false);  // S̄^T = P̄
+      return softmax_back<Real>(team, mats, T, /*times_S=*/false);  // S̄^T = P̄
     }
   } else if (!finite) {
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
@@ -191,7 +188,7 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
         const auto& W = mats.grad_row(s);
         for (int j = 0; j < n; ++j) W[j] *= -expm1_of(c.log_eps - base.row(s, j));
       });
-    return softmax_back<Real>(team, mats, lse, T, /*times_S=*/true);
+    return softmax_back<Real>(team, mats, T, /*times_S=*/true);
   }
   if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return mats.grad_row(s)[j]; }))
     return {SolveStatus::ok, T};

@@ -9,11 +9,12 @@
 namespace sinkgrad::math {
 
 // The tape in team storage, stride Reals per vector: row-side vectors at the checkpoints
-// t = 0, L, .., last segment's start - L (two_sided: each followed by the column-side one;
-// the last segment starts from the forward's own state); one segment's row-side
-// vectors at t = start .. start + L (row(k), k = t - start) and column-side vectors at
-// t = start + 1 .. start + L (column(k), k = t - start - 1; two_sided: from t = start, k = -1).
-// Two-sided tapes serve the forwards with eps, whose step t reads both vectors of step t - 1.
+// t = 0, L, .., last segment's start - L (two_sided: each followed by the column-side one; the
+// last segment starts from the forward's own state); one segment's row-side vectors at
+// t = start .. start + L (row(k), k = t - start) and column-side vectors at
+// t = start + 1 .. start + L (column(k), k = t - start - 1). Two-sided checkpoints serve the
+// forwards with eps, whose step t reads both vectors of step t - 1; their reverse steps do not
+// (convention_unrolled_team.hpp), so a segment holds one side as the default's.
 template <class Real, bool two_sided>
 struct ReplayTape {
   static constexpr int sides = two_sided ? 2 : 1;
@@ -24,7 +25,7 @@ struct ReplayTape {
   SINKGRAD_HD Real* checkpoint(int s) const { return base + s * sides * stride; }
   SINKGRAD_HD Real* row(int k) const { return base + ((segments - 1) * sides + k) * stride; }
   SINKGRAD_HD Real* column(int k) const {
-    return base + ((segments - 1) * sides + L + sides + k) * stride;
+    return base + ((segments - 1) * sides + L + 1 + k) * stride;
   }
 };
 
@@ -34,8 +35,7 @@ SINKGRAD_HD void load_own(const Team& team, const Real* where, typename Team::Ve
 }
 
 // Runs the forward from replay.start() and calls replay.seed() at step T, then replay.back()
-// for t = T .. 1 with the step's vectors (own components of u_t, v_t, u_{t-1}, v_{t-1} (two-sided
-// replays only) and all of v_t). team.storage(): unrolled_workspace(team.stride(), T, L,
+// for t = T .. 1 with the step's vectors (own components of u_t, v_t and u_{t-1}, all of v_t). team.storage(): unrolled_workspace(team.stride(), T, L,
 // Replay::two_sided) Reals.
 template <class Real, class Team, class Replay>
 SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& replay) {
@@ -67,7 +67,6 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
       if constexpr (requires { replay.resume(u, v, start); }) replay.resume(u, v, start);
     }
     team.store(tape.row(0), u);
-    if constexpr (two_sided) team.store(tape.column(-1), v);
     for (int t = start + 1; t <= end; ++t) {
       replay.step(u, v, t);
       team.store(tape.column(t - start - 1), v);
@@ -76,12 +75,11 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
     team.sync();
     if (s == segments - 1) replay.seed(u, v, team.load(tape.column(end - start - 1)));
     for (int t = end; t > start; --t) {
-      Vec u_t, v_t, u_prev, v_prev;
+      Vec u_t, v_t, u_prev;
       load_own(team, tape.row(t - start), u_t);
       load_own(team, tape.column(t - start - 1), v_t);
       load_own(team, tape.row(t - start - 1), u_prev);
-      if constexpr (two_sided) load_own(team, tape.column(t - start - 2), v_prev);
-      replay.back(u_t, v_t, team.load(tape.column(t - start - 1)), u_prev, v_prev, t);
+      replay.back(u_t, v_t, team.load(tape.column(t - start - 1)), u_prev, t);
     }
   }
 }

@@ -23,10 +23,10 @@ namespace sinkgrad::math {
 // default's occupancy on an H100, n = 4 and 16, float32).
 SINKGRAD_HD long long unrolled_workspace(int n, int T, int L, bool two_sided = false) {
   const long long checkpoints = (T + L - 1) / L - 1;
-  // two_sided: the team tapes of forwards with eps, both vectors of a step, and one vector
+  // two_sided: the team tapes of forwards with eps, both vectors at a checkpoint, and one vector
   // before the tape (convention_unrolled_team.hpp).
   const long long sides = two_sided ? 2 : 1;
-  return static_cast<long long>(n) * (sides * checkpoints + 2LL * L + sides + (two_sided ? 1 : 0));
+  return static_cast<long long>(n) * (sides * checkpoints + 2LL * L + 1 + (two_sided ? 1 : 0));
 }
 
 // Longest segment (fewest recomputations) that fits into capacity Reals; 0 if none fits.

@@ -31,22 +31,22 @@ namespace sinkgrad::math {
 
 // Reverses linear-domain step t (ā = a_bar and b̄ = b_bar of a_t and b_t in, those of a_{t-1}
 // and b_{t-1} out; P̄ accumulated):
-//     ȳ = -ā ⊙ a_t²,  z̄ = column(s, b̄ + P^T ȳ),  ā = row(s, ȳ, P z̄),  P̄ += ȳ b_t^T + a_{t-1} z̄^T.
-// column(s, b_total) returns z̄, the adjoint of the column sum, and sets b̄_{t-1}[s]; row gives
-// ā_{t-1}: the seeds' forward's own terms, or with those of eps (convention_unrolled_team.hpp).
-template <class Real, class Team, class Rows, class Columns, class AllB, class Column, class Row>
+//     ȳ = row(s, -ā ⊙ a_t²),  z̄ = column(s, b̄ + P^T ȳ),  ā = P z̄,  P̄ += ȳ b_t^T + a_{t-1} z̄^T.
+// row and column return the adjoints of the row and column sums (column also sets b̄_{t-1}[s]):
+// the seeds' forward's own terms, or with those of eps (convention_unrolled_team.hpp).
+template <class Real, class Team, class Rows, class Columns, class AllB, class Row, class Column>
 SINKGRAD_HD void linear_step_back(const Team& team, const Rows& P, const Columns& Pt, Rows& Pbar,
                                   typename Team::Vec& a_bar, typename Team::Vec& b_bar,
                                   const typename Team::Vec& a, const AllB& all_b,
-                                  const typename Team::Vec& a_prev, Column&& column, Row&& row) {
+                                  const typename Team::Vec& a_prev, Row&& row, Column&& column) {
   const int n = team.n();
   typename Team::Vec y_bar, z_bar;
-  team.each([&](Slot s) { y_bar[s] = -a_bar[s] * a[s] * a[s]; });
+  team.each([&](Slot s) { y_bar[s] = row(s, -a_bar[s] * a[s] * a[s]); });
   const auto& all_y = team.share(y_bar);
   team.each([&](Slot s) { z_bar[s] = column(s, b_bar[s] + dot_n<Team::cap>(Pt[s], all_y, n)); });
   const auto& all_z = team.share(z_bar);
   team.each([&](Slot s) {
-    a_bar[s] = row(s, y_bar[s], dot_n<Team::cap>(P[s], all_z, n));
+    a_bar[s] = dot_n<Team::cap>(P[s], all_z, n);
     SINKGRAD_UNROLL
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
@@ -93,15 +93,13 @@ struct LinearReplay {
   }
 
   template <class AllB>
-  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev,
-                        const Vec&, int) {
+  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev, int) {
     linear_step_back<Real>(
-        team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev,
+        team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev, [](Slot, Real y) { return y; },
         [&](Slot s, Real b_total) {
           b_bar[s] = 0;  // b_{t-1} only enters step t - 1
           return -b_total * b[s] * b[s];
-        },
-        [](Slot, Real, Real P_z) { return P_z; });
+        });
   }
 };
 
@@ -140,7 +138,7 @@ struct LogReplay {
   }
 
   template <class AllG>
-  SINKGRAD_HD void back(const Vec& f, const Vec&, const AllG& all_g, const Vec& f_prev, const Vec&,
+  SINKGRAD_HD void back(const Vec& f, const Vec&, const AllG& all_g, const Vec& f_prev,
                         int) const {
     const int n = team.n();
     // Row normalisation X_t = exp(M + f_t + g_t): lane-local.
