@@ -140,18 +140,14 @@ SINKGRAD_HD void log_domain_step(const Team& team, const Base& base,
 // Half a linear-domain step of convention c, for the forward and its replay: the column half
 // b = 1 / u, u = c_b + P^T a (lines: the columns of P, other: a, scaling: b, eps_term: c_b;
 // the eps term c_b = eps / (old b) is the sum's start), then c_b <- eps u; the row half the
-// same with the rows of P, b, a and c_a. With apply false (tilekernels' first step has no
-// column half) the vectors stay as they are but the share() is still made: a team's loop of
-// steps then makes the same number of shares every step, so their buffer is fixed at compile
-// time (a run-time choice cost the eps forward 22% more instructions per step at n = 16).
+// same with the rows of P, b, a and c_a.
 template <class Real, class Team, class Lines>
 SINKGRAD_HD void convention_half_step(const Team& team, const Lines& lines,
                                       const ConventionForward<Real>& c,
                                       const typename Team::Vec& other, typename Team::Vec& scaling,
-                                      typename Team::Vec& eps_term, bool apply = true) {
+                                      typename Team::Vec& eps_term) {
   const int n = team.n();
   const auto& all_other = team.share(other);
-  if (!apply) return;
   team.each([&](Slot s) {
     const Real u = dot_n<Team::cap>(lines[s], all_other, n, eps_term[s]);
     scaling[s] = reciprocal_in_range(u);

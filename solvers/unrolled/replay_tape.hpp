@@ -15,17 +15,23 @@ namespace sinkgrad::math {
 // t = start + 1 .. start + L (column(k), k = t - start - 1). Two-sided checkpoints serve the
 // forwards with eps, whose step t reads both vectors of step t - 1; their reverse steps do not
 // (convention_unrolled_team.hpp), so a segment holds one side as the default's.
+// Two-sided tapes start one vector into the storage (convention_unrolled_team.hpp keeps the
+// softmax's normalisers there); the offset is part of the int index, so that the GPU forms
+// each address with one 32-bit product and add.
 template <class Real, bool two_sided>
 struct ReplayTape {
   static constexpr int sides = two_sided ? 2 : 1;
+  static constexpr int first = two_sided ? 1 : 0;
   Real* base;
   int stride;
   int L;
   int segments;
-  SINKGRAD_HD Real* checkpoint(int s) const { return base + s * sides * stride; }
-  SINKGRAD_HD Real* row(int k) const { return base + ((segments - 1) * sides + k) * stride; }
+  SINKGRAD_HD Real* checkpoint(int s) const { return base + (first + s * sides) * stride; }
+  SINKGRAD_HD Real* row(int k) const {
+    return base + (first + (segments - 1) * sides + k) * stride;
+  }
   SINKGRAD_HD Real* column(int k) const {
-    return base + ((segments - 1) * sides + L + 1 + k) * stride;
+    return base + (first + (segments - 1) * sides + L + 1 + k) * stride;
   }
 };
 
@@ -34,17 +40,16 @@ SINKGRAD_HD void load_own(const Team& team, const Real* where, typename Team::Ve
   team.each([&](Slot s) { v[s] = where[s.i]; });
 }
 
-// Runs the forward from replay.start() and calls replay.seed() at step T, then replay.back()
-// for t = T .. 1 with the step's vectors (own components of u_t, v_t and u_{t-1}, all of v_t). team.storage(): unrolled_workspace(team.stride(), T, L,
-// Replay::two_sided) Reals.
+// Runs the forward from replay.start() and calls replay.seed() at step T (own and all
+// components of u_T, all of v_T), then replay.back()
+// for t = T .. 1 with the step's vectors (own components of u_t, v_t and u_{t-1}, all of v_t).
+// team.storage(): unrolled_workspace(team.stride(), T, L, Replay::two_sided) Reals.
 template <class Real, class Team, class Replay>
 SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& replay) {
   using Vec = typename Team::Vec;
   constexpr bool two_sided = Replay::two_sided;
   const int segments = (T + L - 1) / L;
-  // Two-sided replays keep one vector of their own first (convention_unrolled_team.hpp).
-  const ReplayTape<Real, two_sided> tape{team.storage() + (two_sided ? team.stride() : 0),
-                                         team.stride(), L, segments};
+  const ReplayTape<Real, two_sided> tape{team.storage(), team.stride(), L, segments};
   const auto store_state = [&](Real* where, const Vec& u, const Vec& v) {
     team.store(where, u);
     if constexpr (two_sided) team.store(where + team.stride(), v);
@@ -73,7 +78,10 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
       team.store(tape.row(t - start), u);
     }
     team.sync();
-    if (s == segments - 1) replay.seed(u, v, team.load(tape.column(end - start - 1)));
+    // The seed reads u from the tape, not through a share(): a segment then makes an even
+    // number of shares, so the team's exchange buffers alternate the same way every step.
+    if (s == segments - 1)
+      replay.seed(u, v, team.load(tape.row(end - start)), team.load(tape.column(end - start - 1)));
     for (int t = end; t > start; --t) {
       Vec u_t, v_t, u_prev;
       load_own(team, tape.row(t - start), u_t);

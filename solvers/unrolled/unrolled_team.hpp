@@ -72,10 +72,9 @@ struct LinearReplay {
   }
   SINKGRAD_HD void step(Vec& a, Vec& b, int) const { linear_domain_step<Real>(team, P, Pt, a, b); }
 
-  template <class AllB>
-  SINKGRAD_HD void seed(const Vec& a, const Vec&, const AllB& all_b) {
+  template <class AllA, class AllB>
+  SINKGRAD_HD void seed(const Vec& a, const Vec&, const AllA& all_a, const AllB& all_b) {
     const int n = team.n();
-    const auto& all_a = team.share(a);
     team.each([&](Slot s) {
       const auto& G = mats.G_row(s);
       const auto& Gc = mats.G_col(s);
@@ -123,8 +122,8 @@ struct LogReplay {
     team.each([&](Slot s) { f[s] = negative_logsumexp<Team::cap, Real>(mats.M_row(s), all_g, n); });
   }
 
-  template <class AllG>
-  SINKGRAD_HD void seed(const Vec& f, const Vec&, const AllG& all_g) const {
+  template <class AllF, class AllG>
+  SINKGRAD_HD void seed(const Vec& f, const Vec&, const AllF&, const AllG& all_g) const {
     const int n = team.n();
     team.each([&](Slot s) {
       const auto& M = mats.M_row(s);
@@ -138,8 +137,7 @@ struct LogReplay {
   }
 
   template <class AllG>
-  SINKGRAD_HD void back(const Vec& f, const Vec&, const AllG& all_g, const Vec& f_prev,
-                        int) const {
+  SINKGRAD_HD void back(const Vec& f, const Vec&, const AllG& all_g, const Vec& f_prev, int) const {
     const int n = team.n();
     // Row normalisation X_t = exp(M + f_t + g_t): lane-local.
     team.each([&](Slot s) {
