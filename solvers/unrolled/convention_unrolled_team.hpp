@@ -126,28 +126,41 @@ struct ConventionLogReplay {
 };
 
 // The softmax's reverse, in place in the gradient's rows, which hold S̄^T (or, times_S,
-// S^T ⊙ S̄^T): dM_js = S_js (S̄_js - sum_k S̄_jk S_jk), a row of S being a column of the team's;
-// the rows' normalisers are in team.storage() (convention_linear_rows, log_base).
-// Short loops over the tiles: one text for both domains, no unrolled copy of it.
-template <class Real, class Team, class Matrices>
-SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, int T,
+// S^T ⊙ S̄^T): dM_js = S_js S̄_js - S_js sum_k S̄_jk S_jk, a row of S being a column of the
+// team's; the rows' normalisers are in team.storage() (convention_linear_rows, log_base).
+// S^T is formed once, into the rows S (free after either replay): one exponential per entry.
+template <class Real, class Team, class Matrices, class Rows>
+SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, Rows& S, int T,
                                        bool times_S) {
   const int n = team.n();
   team.sync();
   const auto all_lse = team.load(team.storage());
-  const auto S = [&](Slot s, int j) { return exp_of(mats.M_row(s)[j] - all_lse[j]); };
-  bool finite = true;
-  for (int j = 0; j < n; ++j) {
-    const Real dot = team.sum([&](Slot s) {
-      const Real x = mats.grad_row(s)[j];
-      return times_S ? x : x * S(s, j);
-    });
-    team.each([&](Slot s) {
-      Real& x = mats.grad_row(s)[j];
-      x = times_S ? x - S(s, j) * dot : S(s, j) * (x - dot);
-      if (!is_finite(x)) finite = false;
-    });
+  team.each([&](Slot s) {
+    const auto& M = mats.M_row(s);
+    const auto& x = mats.grad_row(s);
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      S[s][j] = exp_of(M[j] - all_lse[j]);
+      if (!times_S) x[j] *= S[s][j];
+    }
+  });
+  Real dot[Team::cap];
+  SINKGRAD_UNROLL
+  for (int j = 0; j < Team::cap; ++j) {
+    if (j >= n) break;
+    dot[j] = team.sum([&](Slot s) { return mats.grad_row(s)[j]; });
   }
+  bool finite = true;
+  team.each([&](Slot s) {
+    const auto& x = mats.grad_row(s);
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      x[j] -= S[s][j] * dot[j];
+      if (!is_finite(x[j])) finite = false;
+    }
+  });
   if (team.all(finite)) return {SolveStatus::ok, T};
   return team_fail<Real>(team, mats, SolveStatus::breakdown, T);
 }
@@ -177,7 +190,7 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
       if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return P[s][j] * adjoint[s][j]; }))
         return {SolveStatus::ok, T};
     } else if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return adjoint[s][j]; })) {
-      return softmax_back<Real>(team, mats, T, /*times_S=*/false);  // S̄^T = P̄
+      return softmax_back<Real>(team, mats, Pt, T, /*times_S=*/false);  // S̄^T = P̄
     }
   } else if (!finite) {
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
@@ -191,7 +204,7 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
         const auto& W = mats.grad_row(s);
         for (int j = 0; j < n; ++j) W[j] *= -expm1_of(c.log_eps - base.row(s, j));
       });
-    return softmax_back<Real>(team, mats, T, /*times_S=*/true);
+    return softmax_back<Real>(team, mats, Pt, T, /*times_S=*/true);
   }
   if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return mats.grad_row(s)[j]; }))
     return {SolveStatus::ok, T};
