@@ -128,7 +128,9 @@ TEST(ImplicitSolvers, PlainAgreesAcrossSolversAndWithBlockReference) {
   for (int n : {2, 3, 5, 8, 16})
     for (int T : {1, 2}) {
       SCOPED_TRACE("n = " + std::to_string(n) + ", T = " + std::to_string(T));
-      const Inputs in = make_inputs(rng, 16, n, 0.0, 4.0, T);
+      // 48 matrices: at n = 2, T = 1 about half are well conditioned, and 16 gave fewer than 8
+      // in 4 of 100 seeds.
+      const Inputs in = make_inputs(rng, 48, n, 0.0, 4.0, T);
       const auto schur = run(cg_plain_schur, in);
       const auto block = run(cg_plain_block, in);
       const auto direct = run(direct_plain, in);
