@@ -22,10 +22,9 @@ struct PlainCut {
   bool near_cut = false;  // an eigenvalue near the cut changes the gradient
 };
 
-// lambda[k * lambda_stride], k < n: the eigenvalues; V (n x n, row-major): the orthonormal
-// eigenvectors as columns; b: the right-hand side. Writes coef (n).
-// How much eigenpair k, in the band near the cut, changes the gradient: the part of v_k
-// orthogonal to 1 times |coefficient| (the change of beta if lambda_k were kept).
+// How much eigenpair k (column k of V, n x n row-major), in the band near the cut, changes the
+// gradient: the part of v_k orthogonal to 1 times |coefficient| (the change of beta if
+// lambda_k were kept).
 template <class Real>
 SINKGRAD_HD Real near_cut_change(const Real* V, int k, Real coefficient, int n) {
   Real mean = 0;

@@ -167,7 +167,7 @@ SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, R
 
 // dL/dM for one matrix of the T-step forward of convention c (mats as unrolled_team's);
 // team.storage(): unrolled_workspace(team.stride(), T, L, true) Reals (the softmax's normalisers,
-// then the two-sided tape).
+// then the tape, its checkpoints two-sided).
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matrices& mats, int T,
                                                    int L, const ConventionForward<Real>& c) {

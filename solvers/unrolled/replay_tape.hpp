@@ -41,8 +41,8 @@ SINKGRAD_HD void load_own(const Team& team, const Real* where, typename Team::Ve
 }
 
 // Runs the forward from replay.start() and calls replay.seed() at step T (own and all
-// components of u_T, all of v_T), then replay.back()
-// for t = T .. 1 with the step's vectors (own components of u_t, v_t and u_{t-1}, all of v_t).
+// components of u_T, all of v_T), then replay.back() for t = T .. 1 with the step's vectors
+// (own components of u_t, v_t and u_{t-1}, all of v_t).
 // team.storage(): unrolled_workspace(team.stride(), T, L, Replay::two_sided) Reals.
 template <class Real, class Team, class Replay>
 SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& replay) {
