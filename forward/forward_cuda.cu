@@ -1,10 +1,11 @@
-// CUDA batch driver of the Sinkhorn forward: for n <= 64 the team form of
-// forward/forward_team.hpp (one team of lanes per matrix, forward/forward_cuda_teams.hpp), above
-// that the log-domain loop of forward/log_domain.hpp, one thread per matrix. rows_first without
-// eps runs the same team form on the transposed tiles; the other conventions that of
-// forward/convention_team.hpp (n <= 64) or the log-domain form of
-// forward/convention_forward.hpp, one thread per matrix (n > 64).
+// CUDA batch driver of the Sinkhorn forward: for n <= 1024 the team form of
+// forward/forward_team.hpp (one team per matrix, forward/forward_cuda_teams.hpp), above that
+// the log-domain loop of forward/log_domain.hpp, one thread per matrix. rows_first without eps
+// runs the same team form on the transposed tiles; the other conventions that of
+// forward/convention_team.hpp (n <= 1024) or the log-domain form of
+// forward/convention_forward.hpp, one thread per matrix (n > 1024).
 
+#include "backend/cuda/block_team.cuh"
 #include "backend/cuda/per_matrix_launch.cuh"
 #include "forward/convention_forward.hpp"
 #include "forward/forward_cuda.hpp"
@@ -62,7 +63,7 @@ void convention_forward(BatchView<const Real> logits, int iterations, BatchView<
     throw Error("forward: logits and R must have the same shape");
   if (logits.batch == 0) return;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (logits.n <= math::max_team_n) {
+  if (logits.n <= max_block_team_n) {
     if (is_transposed_default_forward(forward))
       return forward_detail::seeds_forward_teams(logits, iterations, R, column_violation,
                                                  invalid_count, true, stream);
@@ -94,7 +95,7 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
   if (logits.batch != R.batch || logits.n != R.n)
     throw Error("forward: logits and R must have the same shape");
   if (logits.batch == 0) return;
-  if (logits.n <= math::max_team_n)
+  if (logits.n <= max_block_team_n)
     return forward_detail::seeds_forward_teams(logits, iterations, R, column_violation,
                                                invalid_count, false, stream_handle);
   const std::size_t stride = detail::padded_workspace(2 * static_cast<std::size_t>(logits.n));

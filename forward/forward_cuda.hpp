@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA batch driver of the Sinkhorn forward, for float and double, every n >= 1 and any
-// batch size (64-bit indices): the team form (forward/forward_team.hpp) for n <= 64, the
+// batch size (64-bit indices): the team form (forward/forward_team.hpp) for n <= 1024, the
 // log-domain loop (forward/log_domain.hpp) one thread per matrix above.
 // Every pointer and view is CUDA device memory. The call launches on `stream` (a cudaStream_t;
 // null: the legacy default stream) and returns without waiting: launch errors throw sinkgrad::Error
@@ -20,10 +20,11 @@ void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Re
                       Real* column_violation, unsigned long long* invalid_count = nullptr,
                       void* stream = nullptr);
 
-// The same for any convention: rows_first without eps for n <= 64 in the team form on the
-// transposed matrices (core/forward_spec.hpp, is_transposed_default_forward), every other case
-// in the log-domain form of forward/convention_forward.hpp, one thread per matrix;
-// column_violation as the CPU's sinkhorn_forward with a ForwardSpec.
+// The same for any convention, n <= 1024 in team form: rows_first without eps as the default's
+// on the transposed matrices (core/forward_spec.hpp, is_transposed_default_forward), the others
+// in that of forward/convention_team.hpp; above, the log-domain form of
+// forward/convention_forward.hpp, one thread per matrix; column_violation as the CPU's
+// sinkhorn_forward with a ForwardSpec.
 template <class Real>
 void convention_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                         Real* column_violation, unsigned long long* invalid_count,

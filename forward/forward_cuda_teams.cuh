@@ -27,7 +27,7 @@ struct ForwardTeam {
   Real* column_violation;
   unsigned long long* invalid_count;
   TeamForward forward;
-  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> R,
+  __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> M, Tile<Real> R,
                                       index_t b) const {
     const ForwardTileMatrices<Real> mats{M, R};
     const auto outcome = forward(team, mats, iterations);
@@ -55,7 +55,7 @@ void forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real>
           logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
           ForwardTeam<Real, Shape, TeamForward>{iterations, column_violation, invalid_count,
                                                 forward},
-          Staging::on, TeamForward::storage_vectors * Shape::cap,
+          Staging::on, TeamForward::storage_vectors * team_stride<Shape>(logits.n),
           static_cast<cudaStream_t>(stream));
     });
   });

@@ -1,5 +1,5 @@
 #pragma once
-// The team-form launches of the CUDA forward (n <= 64), declared here and compiled in
+// The team-form launches of the CUDA forward (n <= 1024), declared here and compiled in
 // forward_cuda_teams_*.cu, one unit per precision and form, so that a build compiles them in
 // parallel (each instantiates every team shape in both orientations). Compiled only when the
 // build has CUDA (SINKGRAD_WITH_CUDA).

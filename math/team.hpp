@@ -3,7 +3,8 @@
 //
 // The n rows of a matrix, and the n components of every vector the algorithms use, are owned
 // by the lanes of a *team*: component i belongs to lane i % W, in that lane's slot i / W. On
-// the GPU a team is W lanes of one warp, or one thread for n <= 4 (backend/cuda/launch.cuh); on
+// the GPU a team is W lanes of one warp, or one thread for n <= 4 (backend/cuda/launch.cuh), up to
+// n = 64; above, a block of W = n rounded up to 32 threads, one row each (block_team.cuh). On
 // the CPU it is one thread that owns every component (CpuTeam below). The algorithms (CG, the
 // forward, the unrolled replay) are templates over the team and touch data only through:
 //
@@ -19,6 +20,8 @@
 //   team.share(v)            a view x[j], j < n, of the whole vector v (valid until the next
 //                            share() call of this team)
 //   team.rows<id>()          lane-private rows: rows[slot][j], j < cap (id 0, 1, 2: three sets)
+//   team.line<id>()          a lane-private vector x[j], j < cap (id 0, 1), for values every
+//                            lane computes alike (the results of team.sum or team.broadcast)
 //   team.sync()              orders the team's writes to shared tiles before reads by others
 //   team.storage()           team-shared scratch of the size the driver was asked for
 //   team.stride()            the distance between vectors kept in storage (>= n)
@@ -194,6 +197,17 @@ class CpuTeam {
   template <int id>
   Rows rows() const {
     return {scratch_ + id * n() * n(), n()};
+  }
+
+  struct Line {
+    Real v[Cap];
+    Line() {}  // uninitialised, as the array it stands for
+    Real& operator[](int j) { return v[j]; }
+    const Real& operator[](int j) const { return v[j]; }
+  };
+  template <int id>
+  Line line() const {
+    return Line();
   }
 
  private:

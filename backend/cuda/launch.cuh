@@ -14,6 +14,7 @@
 #include <string>
 #include <type_traits>
 
+#include "backend/cuda/block_launch.cuh"
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/staging.cuh"
 #include "backend/cuda/staging_policy.hpp"
@@ -26,6 +27,19 @@
 namespace sinkgrad::cuda {
 
 // The residual history row of matrix b, or null when none is recorded.
+// The team a body of launch_teams receives for Shape.
+template <class Real, class Shape>
+using TeamFor = std::conditional_t<Shape::block, CudaBlockTeam<Real>, CudaTeam<Real, Shape>>;
+
+// The team's stride() for n, as the host sizes team storage with it.
+template <class Shape>
+int team_stride(int n) {
+  if constexpr (Shape::block)
+    return block_team_stride(n);
+  else
+    return Shape::cap;
+}
+
 template <class Real>
 __device__ Real* history_row(const BackwardResult<Real>& result, index_t b) {
   return result.residual_history != nullptr ? result.residual_history + b * result.history_stride
@@ -150,42 +164,48 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
                   std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
                   int storage_reals = 0, cudaStream_t stream = nullptr) {
   if (batch <= 0) return;
-  storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
-  auto kernel = &detail::team_kernel<Real, Shape, orientation, Body>;
-  const bool staged = detail::staging_or_override(staging) == Staging::on;
-  int device = 0;
-  SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
-  int limit = 0;
-  SINKGRAD_CUDA_CHECK(
-      cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  int teams = detail::team_block_threads / Shape::W;
-  const bool two_inputs = in1 != nullptr;
-  const auto shared_bytes = [&](int teams) {
-    return detail::team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs, staged,
-                                            sizeof(Real));
-  };
-  while (teams > 1 && shared_bytes(teams) > std::size_t(limit) / 2) teams /= 2;
-  const std::size_t bytes = shared_bytes(teams);
-  if (bytes > std::size_t(limit))
-    throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
-                " bytes of shared memory per matrix, more than a CUDA block has");
-  if (bytes > 48 * 1024)
-    SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(bytes)));
-  // As many blocks as stay resident at once, each working through its share of the slices
-  // (so that every block has a next slice to stage while it computes).
-  int per_multiprocessor = 0, multiprocessors = 0;
-  SINKGRAD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
-                                                                    teams * Shape::W, bytes));
-  SINKGRAD_CUDA_CHECK(
-      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  const index_t slices = (batch + teams - 1) / teams;
-  const index_t resident =
-      index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessors;
-  const index_t blocks = slices < resident ? slices : resident;
-  kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes, stream>>>(
-      in0, in1, out, status, iterations, batch, n, storage_reals, staged, body);
-  SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
+  if constexpr (Shape::block) {
+    (void)staging;  // the block team reads each matrix once, from global memory
+    return launch_block_teams<Real, orientation == TileOrientation::transposed>(
+        in0, in1, out, status, iterations, batch, n, body, storage_reals, stream);
+  } else {
+    storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
+    auto kernel = &detail::team_kernel<Real, Shape, orientation, Body>;
+    const bool staged = detail::staging_or_override(staging) == Staging::on;
+    int device = 0;
+    SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
+    int limit = 0;
+    SINKGRAD_CUDA_CHECK(
+        cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    int teams = detail::team_block_threads / Shape::W;
+    const bool two_inputs = in1 != nullptr;
+    const auto shared_bytes = [&](int teams) {
+      return detail::team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs, staged,
+                                              sizeof(Real));
+    };
+    while (teams > 1 && shared_bytes(teams) > std::size_t(limit) / 2) teams /= 2;
+    const std::size_t bytes = shared_bytes(teams);
+    if (bytes > std::size_t(limit))
+      throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
+                  " bytes of shared memory per matrix, more than a CUDA block has");
+    if (bytes > 48 * 1024)
+      SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(bytes)));
+    // As many blocks as stay resident at once, each working through its share of the slices
+    // (so that every block has a next slice to stage while it computes).
+    int per_multiprocessor = 0, multiprocessors = 0;
+    SINKGRAD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
+                                                                      teams * Shape::W, bytes));
+    SINKGRAD_CUDA_CHECK(
+        cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    const index_t slices = (batch + teams - 1) / teams;
+    const index_t resident =
+        index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessors;
+    const index_t blocks = slices < resident ? slices : resident;
+    kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes, stream>>>(
+        in0, in1, out, status, iterations, batch, n, storage_reals, staged, body);
+    SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
+  }
 }
 
 // How a kernel lays out the smallest matrices. one_thread: n <= 4 in one thread (the shape
@@ -198,7 +218,7 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
 enum class SmallMatrices { one_thread, four_lanes, one_thread_to_8 };
 
 // Calls launch(TeamShape<W, K, N>{}) with the shape team_width(n) gives, or the one `small`
-// asks for; n <= max_team_n.
+// asks for; above max_team_n, launch(BlockShape{}) up to max_block_team_n.
 template <SmallMatrices small = SmallMatrices::one_thread, class Launch>
 void with_team_shape(int n, Launch&& launch) {
   if constexpr (small == SmallMatrices::one_thread_to_8) {
@@ -236,9 +256,11 @@ void with_team_shape(int n, Launch&& launch) {
     launch(TeamShape<32, 1>{});
   else if (n <= math::max_team_n)
     launch(TeamShape<32, 2>{});
+  else if (n <= max_block_team_n)
+    launch(BlockShape{});
   else
-    throw Error("n = " + std::to_string(n) + " is above the " + std::to_string(math::max_team_n) +
-                " that the CUDA variants support");
+    throw Error("n = " + std::to_string(n) + " is above the " + std::to_string(max_block_team_n) +
+                " that the CUDA team kernels support");
 }
 
 }  // namespace sinkgrad::cuda

@@ -21,6 +21,7 @@ namespace sinkgrad::cuda {
 // (N > 0: the sizes common in practice get index arithmetic and loops without run-time n).
 template <int W_, int K_, int N_ = 0>
 struct TeamShape {
+  static constexpr bool block = false;  // the block team's shape is BlockShape (block_team.cuh)
   static constexpr int W = W_;
   static constexpr int K = K_;
   static constexpr int N = N_;
@@ -113,6 +114,18 @@ class CudaTeam {
   template <int id>
   __device__ Rows rows() const {
     return Rows{};
+  }
+
+  // A lane-private vector in registers, indexed by compile-time loop counters only.
+  struct Line {
+    Real v[cap];
+    __device__ Line() {}  // uninitialised, as the array it stands for
+    __device__ Real& operator[](int j) { return v[j]; }
+    __device__ const Real& operator[](int j) const { return v[j]; }
+  };
+  template <int id>
+  __device__ Line line() const {
+    return Line();
   }
 
   // A whole vector in registers (K = 1), read from shared memory with 16-byte loads.

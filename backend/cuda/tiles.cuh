@@ -53,8 +53,9 @@ struct RowsAndColumns {
 
 // The Matrices of the implicit solvers on the GPU: R (first tile), G and the gradient (second
 // tile, overwritten in place row by row at the end). K = 1 or W = 1: R's rows and columns in
-// registers.
-template <class Real, class Shape, bool in_registers = Shape::K == 1 || Shape::W == 1>
+// registers (not for the block team: its tiles are in global memory, its lanes' rows too).
+template <class Real, class Shape,
+          bool in_registers = !Shape::block && (Shape::K == 1 || Shape::W == 1)>
 struct TileMatrices {
   Tile<Real> R_tile, G_tile;
   __device__ TileMatrices(Tile<Real> r, Tile<Real> g, int, int) : R_tile(r), G_tile(g) {}

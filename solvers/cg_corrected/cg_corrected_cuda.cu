@@ -14,7 +14,7 @@ template <class Real, class Shape>
 struct CgCorrectedTeam {
   BackwardResult<Real> result;
   math::CgSettings<Real> settings;
-  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
+  __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t b) const {
     const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
     return math::cg_corrected_matrix(team, mats, settings, history_row(result, b));

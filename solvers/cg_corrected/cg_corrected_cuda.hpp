@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA batch driver of `cg_corrected` (solvers/cg_corrected/cg_corrected_math.hpp, one
-// team of lanes per matrix), for float and double, n <= 64.
+// team per matrix), for float and double, n <= 1024.
 // Every pointer and view is CUDA device memory. The call launches on the legacy default stream
 // and returns without waiting: launch errors throw sinkgrad::Error at once, errors while the
 // kernel runs surface at the next checked synchronising call (cuda::synchronize). Compiled only

@@ -15,7 +15,7 @@ struct CgPlainTeam {
   BackwardResult<Real> result;
   math::PlainSystem system;
   math::CgSettings<Real> settings;
-  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
+  __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t b) const {
     const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
     return math::cg_plain_matrix(team, mats, system, settings, history_row(result, b));

@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA batch driver of `cg_plain` (solvers/cg_plain/cg_plain_math.hpp, one team of lanes
-// per matrix), for float and double, n <= 64, on the exact side of R: after a forward whose last
+// per matrix), for float and double, n <= 1024, on the exact side of R: after a forward whose last
 // step normalised columns the system of R^T and G^T (solvers/implicit/exact_side.hpp), read
 // transposed by the kernel itself, so that nothing is allocated and nothing waits.
 // Every pointer and view is CUDA device memory. The call launches on the problem's stream and

@@ -1,10 +1,10 @@
 // CUDA batch driver of `direct` (solvers/direct/direct_math.hpp). The corrected system for
-// n <= 64 runs in team form (solvers/direct/direct_team.hpp), one team of lanes per matrix
+// n <= 1024 runs in team form (solvers/direct/direct_team.hpp), one team per matrix
 // (backend/cuda/launch.cuh); the plain system (Jacobi eigendecomposition) and larger n run one
 // matrix per thread, with S, its factor or eigenvectors in shared memory. Both launches are
 // compiled in units of their own (solvers/direct/direct_cuda_units.hpp).
 
-#include "math/team.hpp"
+#include "backend/cuda/block_team.cuh"
 #include "solvers/direct/direct_cuda.hpp"
 #include "solvers/direct/direct_cuda_units.hpp"
 
@@ -13,7 +13,7 @@ namespace sinkgrad::cuda {
 template <class Real>
 void direct(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
             math::SchurSystem system) {
-  if (system == math::SchurSystem::corrected && problem.grad_output.n <= math::max_team_n)
+  if (system == math::SchurSystem::corrected && problem.grad_output.n <= max_block_team_n)
     return direct_detail::corrected_teams(problem, result);
   direct_detail::per_matrix(problem, result, system);
 }

@@ -11,7 +11,7 @@
 
 namespace sinkgrad::cuda {
 
-// The corrected system for n <= 64 in team form (solvers/direct/direct_team.hpp), the plain
+// The corrected system for n <= 1024 in team form (solvers/direct/direct_team.hpp), the plain
 // system and larger n one thread per matrix (direct_math.hpp).
 template <class Real>
 void direct(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,

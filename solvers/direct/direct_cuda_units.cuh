@@ -27,7 +27,7 @@ struct DirectMatrix {
 // (ptxas, sm_90: n = 16 in float64 spills with them and uses 180 registers without).
 template <class Real, class Shape>
 struct DirectCorrectedTeam {
-  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
+  __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t) const {
     const TileMatrices<Real, Shape, Shape::cap <= 8> mats(R, G, team.lane(), team.n());
     return math::direct_corrected_team<Real>(team, mats);

@@ -9,7 +9,7 @@
 
 namespace sinkgrad::cuda::direct_detail {
 
-// The corrected system in team form (solvers/direct/direct_team.hpp), n <= 64.
+// The corrected system in team form (solvers/direct/direct_team.hpp), n <= 1024.
 template <class Real>
 void corrected_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result);
 

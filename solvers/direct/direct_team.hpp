@@ -114,9 +114,9 @@ SINKGRAD_HD bool team_cholesky(const Team& team, Rows& L, Rows& Lt) {
 // x = (L L^T)^-1 x with cholesky_solve's operations: in round j the owner of x_j divides by
 // L_jj and broadcasts it, and every component still open subtracts its term. all[j] receives
 // the solution on every lane.
-template <class Real, class Team, class Rows>
+template <class Real, class Team, class Rows, class Line>
 SINKGRAD_HD void team_cholesky_solve(const Team& team, const Rows& L, const Rows& Lt,
-                                     typename Team::Vec& x, Real (&all)[Team::cap]) {
+                                     typename Team::Vec& x, Line& all) {
   const int n = team.n();
   SINKGRAD_UNROLL
   for (int j = 0; j < Team::cap; ++j) {
@@ -139,8 +139,8 @@ SINKGRAD_HD void team_cholesky_solve(const Team& team, const Rows& L, const Rows
   }
 }
 
-template <class Real, int cap>
-SINKGRAD_HD Real norm_1_of(const Real (&x)[cap], int n) {
+template <class Real, int cap, class Line>
+SINKGRAD_HD Real norm_1_of(const Line& x, int n) {
   Real sum = 0;
   SINKGRAD_UNROLL
   for (int j = 0; j < cap; ++j) {
@@ -160,10 +160,10 @@ SINKGRAD_HD Real team_cholesky_rcond(const Team& team, const Rows& L, const Rows
   if (matrix_norm == Real(0)) return Real(0);
   if (n == 1) return Real(1);
   typename Team::Vec v, sign, old_sign{};
-  Real all[Team::cap];
+  auto all = team.template line<0>();
   team.each([&](Slot s) { v[s] = Real(1) / Real(n); });
   team_cholesky_solve<Real>(team, L, Lt, v, all);
-  Real lower_bound = norm_1_of(all, n);
+  Real lower_bound = norm_1_of<Real, Team::cap>(all, n);
   Real old_lower_bound = lower_bound;
   int old_index = -1;
   for (int k = 0; k < 4; ++k) {
@@ -188,7 +188,7 @@ SINKGRAD_HD Real team_cholesky_rcond(const Team& team, const Rows& L, const Rows
     if (index == old_index) break;
     team.each([&](Slot s) { v[s] = s.i == index ? Real(1) : Real(0); });
     team_cholesky_solve<Real>(team, L, Lt, v, all);
-    lower_bound = norm_1_of(all, n);
+    lower_bound = norm_1_of<Real, Team::cap>(all, n);
     if (lower_bound <= old_lower_bound) break;
     team.each([&](Slot s) { old_sign[s] = sign[s]; });
     old_index = index;
@@ -198,7 +198,8 @@ SINKGRAD_HD Real team_cholesky_rcond(const Team& team, const Rows& L, const Rows
     v[s] = (s.i % 2 == 0 ? Real(1) : Real(-1)) * (Real(1) + Real(s.i) / Real(n - 1));
   });
   team_cholesky_solve<Real>(team, L, Lt, v, all);
-  const Real alternate_lower_bound = (Real(2) * norm_1_of(all, n)) / (Real(3) * Real(n));
+  const Real alternate_lower_bound =
+      (Real(2) * norm_1_of<Real, Team::cap>(all, n)) / (Real(3) * Real(n));
   const Real inverse_norm = max_of(lower_bound, alternate_lower_bound);
   return inverse_norm == Real(0) ? Real(0) : (Real(1) / inverse_norm) / matrix_norm;
 }
@@ -219,7 +220,7 @@ SINKGRAD_HD MatrixOutcome direct_corrected_team(const Team& team, const Matrices
   if (!team_cholesky<Real>(team, L, Lt)) return team_fail<Real>(team, mats, SolveStatus::breakdown);
   if (!(team_cholesky_rcond<Real>(team, L, Lt, norm) >= Real(10 * n) * Epsilon<Real>::value))
     return team_fail<Real>(team, mats, SolveStatus::breakdown);
-  Real all_beta[Team::cap];
+  auto all_beta = team.template line<1>();
   team_cholesky_solve<Real>(team, L, Lt, beta, all_beta);
   typename Team::Vec alpha;
   team_schur_alpha<Real>(team, mats, true, m, beta, alpha);

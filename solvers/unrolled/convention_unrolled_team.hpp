@@ -1,6 +1,6 @@
 #pragma once
 // `unrolled` of the forwards with eps and of TileKernels' softmax base, in team form: the exact
-// derivative of forward/convention_team.hpp, run by the CPU and the GPU for n <= 64 (on the
+// derivative of forward/convention_team.hpp, run by the CPU and the GPU for n <= 1024 (on the
 // transposed matrices for rows_first and tilekernels, as the forward).
 //
 // Linear domain. Step t: the denominators d_b = P^T a_{t-1} + eps d_b' and
@@ -145,7 +145,7 @@ SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, R
       if (!times_S) x[j] *= S[s][j];
     }
   });
-  Real dot[Team::cap];
+  auto dot = team.template line<0>();
   SINKGRAD_UNROLL
   for (int j = 0; j < Team::cap; ++j) {
     if (j >= n) break;

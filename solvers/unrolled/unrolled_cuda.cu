@@ -1,17 +1,17 @@
-// CUDA batch driver of `unrolled`: for n <= 64 the team form of
-// solvers/unrolled/unrolled_team.hpp (one team of lanes per matrix, the replay's tape in
-// shared memory, solvers/unrolled/unrolled_cuda_teams.hpp); above that the log-domain replay of
+// CUDA batch driver of `unrolled`: for n <= 1024 the team form of
+// solvers/unrolled/unrolled_team.hpp (one team per matrix, the replay's tape in shared memory
+// up to n = 64, solvers/unrolled/unrolled_cuda_teams.hpp); above that the log-domain replay of
 // solvers/unrolled/unrolled_math.hpp, one thread per matrix with its potentials in shared
 // memory and the adjoint W in the gradient buffer itself. rows_first without eps runs the team
 // form on the transposed tiles; the forwards with eps and tilekernels the team form of
 // solvers/unrolled/convention_unrolled_team.hpp (transposed for rows_first and tilekernels),
-// above n = 64 the log-domain replay of solvers/unrolled/convention_unrolled.hpp, one thread per
-// matrix.
+// above n = 1024 the log-domain replay of solvers/unrolled/convention_unrolled.hpp, one thread
+// per matrix.
 
 #include <string>
 
+#include "backend/cuda/block_team.cuh"
 #include "backend/cuda/per_matrix_launch.cuh"
-#include "math/team.hpp"
 #include "solvers/unrolled/convention_unrolled.hpp"
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #include "solvers/unrolled/unrolled_cuda_teams.hpp"
@@ -86,7 +86,7 @@ template <class Real>
 void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
-  if (n <= math::max_team_n) {
+  if (n <= max_block_team_n) {
     if (is_seeds_forward_up_to_transpose(problem.forward))
       return unrolled_detail::seeds_unrolled_teams(
           problem, result, last_step_normalises_columns(problem.forward.convention));

@@ -9,10 +9,10 @@
 
 namespace sinkgrad::cuda {
 
-// n <= 64: one team of lanes per matrix (solvers/unrolled/unrolled_team.hpp), the replay's
-// tape in shared memory, checkpointed when T > 23; above, one thread per matrix
-// (unrolled_math.hpp). Throws Error when T is so large that even the smallest checkpointed tape
-// exceeds a block's shared memory.
+// n <= 1024: one team per matrix (solvers/unrolled/unrolled_team.hpp), the replay's tape in
+// shared memory up to n = 64, checkpointed when T > 23, in global scratch above; larger n, one
+// thread per matrix (unrolled_math.hpp). Throws Error when T is so large that even the smallest
+// checkpointed tape exceeds a block's shared memory.
 template <class Real>
 void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result);
 

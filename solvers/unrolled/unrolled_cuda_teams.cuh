@@ -22,7 +22,7 @@ template <class Real, class Shape>
 struct UnrolledTeam {
   int T;
   int segment;
-  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
+  __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
                                       index_t) const {
     const UnrolledTileMatrices<Real, Shape> mats(M, G, team.lane(), team.n());
     return math::unrolled_team<Real>(team, mats, T, segment);
@@ -35,7 +35,7 @@ struct ConventionUnrolledTeam {
   int T;
   int segment;
   math::ConventionForward<Real> convention;
-  __device__ MatrixOutcome operator()(const CudaTeam<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
+  __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
                                       index_t) const {
     const UnrolledTileMatrices<Real, Shape> mats(M, G, team.lane(), team.n());
     return math::convention_unrolled_team<Real>(team, mats, T, segment, convention);
@@ -57,11 +57,12 @@ void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<R
   with_orientation(transposed, [&](auto orientation) {
     with_team_shape<SmallMatrices::four_lanes>(n, [&](auto shape) {
       using Shape = decltype(shape);
-      const int stride = Shape::cap;
-      const int segment =
-          math::unrolled_segment_or_smallest(stride, T, tape_reals_per_lane * Shape::W, two_sided);
+      const int stride = team_stride<Shape>(n);
+      // The block team's tape is in global memory: as much as four matrices.
+      const long long capacity = Shape::block ? 4LL * n * stride : tape_reals_per_lane * Shape::W;
+      const int segment = math::unrolled_segment_or_smallest(stride, T, capacity, two_sided);
       const long long tape = math::unrolled_workspace(stride, T, segment, two_sided);
-      if (tape * static_cast<long long>(sizeof(Real)) > 200 * 1024) too_long(n, T);
+      if (!Shape::block && tape * static_cast<long long>(sizeof(Real)) > 200 * 1024) too_long(n, T);
       launch_teams<Real, Shape, decltype(orientation)::value>(
           problem.logits.data, problem.grad_output.data, result.grad_logits.data, result.status,
           result.iterations, problem.grad_output.batch, n, make_body(shape, segment), Staging::on,

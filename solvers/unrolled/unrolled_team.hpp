@@ -1,6 +1,6 @@
 #pragma once
 // `unrolled` in team form (math/team.hpp): the exact derivative of the T-step forward of
-// forward/forward_team.hpp, run by the CPU (n <= 1024) and the GPU (n <= 64).
+// forward/forward_team.hpp, run by the CPU and the GPU (n <= 1024).
 //
 // Linear domain (the forward's own: X_t = diag(a_t) P diag(b_t), P = exp(M - column maxima)).
 // The forward step t computes u = P^T a_{t-1}, b_t = 1 / u, v = P b_t, a_t = 1 / v, and
@@ -155,7 +155,7 @@ struct LogReplay {
       }
     });
     // Column normalisation Y_t = exp(M + f_{t-1} + g_t): column sums over the team.
-    Real column_sum[Team::cap];
+    auto column_sum = team.template line<0>();
     SINKGRAD_UNROLL
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;

@@ -17,7 +17,8 @@
 // and tilekernels (eps = 1e-6),
 // named e.g. "forward[rows_first]/n8/f32", so that their speed is printed beside
 // columns_first's. SINKGRAD_BENCH_FORWARD=NAME[:EPS] (e.g. rows_first, tilekernels:1e-6) runs
-// every kernel for that forward convention instead, and only for it.
+// every kernel for that forward convention instead, and only for it. SINKGRAD_BENCH_SIZES="96
+// 128" replaces the n of every kernel (with a smaller SINKGRAD_BENCH_BATCH for large n).
 
 #pragma nv_diag_suppress 554  // BatchView<const T>'s self-conversion (core/batch.hpp)
 
@@ -52,6 +53,20 @@ ForwardSpec bench_forward() {
   const auto colon = spec.find(':');
   if (colon == std::string::npos) return make_forward_spec(spec);
   return make_forward_spec(spec.substr(0, colon), std::stod(spec.substr(colon + 1)));
+}
+
+std::vector<int> bench_sizes() {
+  const char* text = std::getenv("SINKGRAD_BENCH_SIZES");
+  if (text == nullptr) return {4, 8, 16, 32};
+  std::vector<int> sizes;
+  for (const char* p = text; *p != 0;) {
+    char* end = nullptr;
+    const long n = std::strtol(p, &end, 10);
+    if (end == p) break;
+    if (n > 0) sizes.push_back(static_cast<int>(n));
+    p = end;
+  }
+  return sizes;
 }
 
 index_t bench_batch() {
@@ -300,7 +315,7 @@ void register_all() {
                                          kernel == Kernel::cg_plain_schur ||
                                          kernel == Kernel::direct_plain;
       if (!one_forward && !is_default_forward(spec) && !depends_on_convention) continue;
-      for (int n : {4, 8, 16, 32}) {
+      for (int n : bench_sizes()) {
         if (kernel == Kernel::direct_plain && n > 16) continue;  // Jacobi: O(n^3) per sweep
         for (int precision = 0; precision < 2; ++precision) {
           const std::string name = std::string(kernel_name(kernel)) + convention_label(spec) +

@@ -109,6 +109,21 @@ TEST(ConventionParity, EveryConventionOnCudaMatchesTheCpu) {
       }
 }
 
+// Above n = 64 one block per matrix (backend/cuda/block_team.cuh); on the CPU the forward runs
+// the log-domain form of forward/convention_forward.hpp there.
+TEST(ConventionParity, BlockTeamMatchesTheCpu) {
+  SINKGRAD_REQUIRE_GPU();
+  for (const auto& spec : {ForwardSpec{ForwardConvention::rows_first, 0.0},
+                           ForwardSpec{ForwardConvention::rows_first, 1e-8},
+                           ForwardSpec{ForwardConvention::columns_first, 1e-3},
+                           ForwardSpec{ForwardConvention::tilekernels, 1e-6}})
+    for (int n : {65, 100})
+      for (int T : {3, 20}) {
+        check_convention<double>(spec, n, T, 1e-13);
+        check_convention<float>(spec, n, T, 2e-5);
+      }
+}
+
 // T = 50 does not fit the team form's tape: the GPU replays it in checkpointed segments, each
 // restarting from a stored state (and its eps terms), where the CPU keeps every step.
 TEST(ConventionParity, CheckpointedReplayMatchesTheCpu) {

@@ -90,5 +90,13 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ForwardParity,
                                             ::testing::Values(1, 3, 20, 200)),
                          size_name);
 
+// The block team above n = 64 (one block per matrix, its rows in global scratch) against the
+// CPU's log-domain loop, up to its largest n.
+INSTANTIATE_TEST_SUITE_P(BlockTeam, ForwardParity,
+                         ::testing::Values(std::tuple{65, 3}, std::tuple{65, 20},
+                                           std::tuple{100, 20}, std::tuple{100, 200},
+                                           std::tuple{1024, 3}),
+                         size_name);
+
 }  // namespace
 }  // namespace sinkgrad::testing
