@@ -6,7 +6,8 @@
 // columns of the first input into registers, the team runs the algorithm, writes its output
 // rows into the second tile (over its input in the first, when the kernel has one input), and
 // the block stores the tiles with coalesced 16-byte stores. Global memory is touched once per
-// input and output.
+// input and output. Above n = 64 (BlockShape) the same bodies run on the block team of
+// block_launch.cuh instead: a block per matrix, its tiles in global scratch.
 
 #include <cuda_runtime.h>
 
@@ -26,7 +27,6 @@
 
 namespace sinkgrad::cuda {
 
-// The residual history row of matrix b, or null when none is recorded.
 // The team a body of launch_teams receives for Shape.
 template <class Real, class Shape>
 using TeamFor = std::conditional_t<Shape::block, CudaBlockTeam<Real>, CudaTeam<Real, Shape>>;
@@ -40,6 +40,7 @@ int team_stride(int n) {
     return Shape::cap;
 }
 
+// The residual history row of matrix b, or null when none is recorded.
 template <class Real>
 __device__ Real* history_row(const BackwardResult<Real>& result, index_t b) {
   return result.residual_history != nullptr ? result.residual_history + b * result.history_stride
@@ -151,12 +152,54 @@ std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inpu
   return real_size * TeamLayout<Shape>(n, storage_reals, two_inputs, staged).block_reals(teams);
 }
 
+// launch_teams for the warp teams (TeamShape): tiles, staging and storage in shared memory.
+template <class Real, class Shape, TileOrientation orientation, class Body>
+void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
+                       std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
+                       int storage_reals, cudaStream_t stream) {
+  storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
+  auto kernel = &team_kernel<Real, Shape, orientation, Body>;
+  const bool staged = staging_or_override(staging) == Staging::on;
+  int device = 0;
+  SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
+  int limit = 0;
+  SINKGRAD_CUDA_CHECK(
+      cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  int teams = team_block_threads / Shape::W;
+  const bool two_inputs = in1 != nullptr;
+  const auto shared_bytes = [&](int teams) {
+    return team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs, staged, sizeof(Real));
+  };
+  while (teams > 1 && shared_bytes(teams) > std::size_t(limit) / 2) teams /= 2;
+  const std::size_t bytes = shared_bytes(teams);
+  if (bytes > std::size_t(limit))
+    throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
+                " bytes of shared memory per matrix, more than a CUDA block has");
+  if (bytes > 48 * 1024)
+    SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(bytes)));
+  // As many blocks as stay resident at once, each working through its share of the slices
+  // (so that every block has a next slice to stage while it computes).
+  int per_multiprocessor = 0, multiprocessors = 0;
+  SINKGRAD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
+                                                                    teams * Shape::W, bytes));
+  SINKGRAD_CUDA_CHECK(
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const index_t slices = (batch + teams - 1) / teams;
+  const index_t resident =
+      index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessors;
+  const index_t blocks = slices < resident ? slices : resident;
+  kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes, stream>>>(
+      in0, in1, out, status, iterations, batch, n, storage_reals, staged, body);
+  SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
+}
+
 }  // namespace detail
 
 // Runs body on every matrix of a batch (device pointers, row-major [B][n][n]) with
 // storage_reals of team storage, in one launch of as many blocks as fit on the device at once.
-// Shape must match n (with_team_shape); throws Error when a team's tiles and storage exceed a
-// block's shared memory. The launch goes to `stream` and returns without waiting. orientation
+// Shape must match n (with_team_shape); throws Error when a warp team's tiles and storage exceed
+// a block's shared memory. The launch goes to `stream` and returns without waiting. orientation
 // transposed: body sees every input transposed and its output is stored transposed back.
 template <class Real, class Shape, TileOrientation orientation = TileOrientation::as_stored,
           class Body>
@@ -164,48 +207,12 @@ void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* stat
                   std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
                   int storage_reals = 0, cudaStream_t stream = nullptr) {
   if (batch <= 0) return;
-  if constexpr (Shape::block) {
-    (void)staging;  // the block team reads each matrix once, from global memory
-    return launch_block_teams<Real, orientation == TileOrientation::transposed>(
+  if constexpr (Shape::block)  // the block team reads each matrix once, unstaged
+    launch_block_teams<Real, orientation == TileOrientation::transposed>(
         in0, in1, out, status, iterations, batch, n, body, storage_reals, stream);
-  } else {
-    storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
-    auto kernel = &detail::team_kernel<Real, Shape, orientation, Body>;
-    const bool staged = detail::staging_or_override(staging) == Staging::on;
-    int device = 0;
-    SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
-    int limit = 0;
-    SINKGRAD_CUDA_CHECK(
-        cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    int teams = detail::team_block_threads / Shape::W;
-    const bool two_inputs = in1 != nullptr;
-    const auto shared_bytes = [&](int teams) {
-      return detail::team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs, staged,
-                                              sizeof(Real));
-    };
-    while (teams > 1 && shared_bytes(teams) > std::size_t(limit) / 2) teams /= 2;
-    const std::size_t bytes = shared_bytes(teams);
-    if (bytes > std::size_t(limit))
-      throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
-                  " bytes of shared memory per matrix, more than a CUDA block has");
-    if (bytes > 48 * 1024)
-      SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(bytes)));
-    // As many blocks as stay resident at once, each working through its share of the slices
-    // (so that every block has a next slice to stage while it computes).
-    int per_multiprocessor = 0, multiprocessors = 0;
-    SINKGRAD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
-                                                                      teams * Shape::W, bytes));
-    SINKGRAD_CUDA_CHECK(
-        cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-    const index_t slices = (batch + teams - 1) / teams;
-    const index_t resident =
-        index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessors;
-    const index_t blocks = slices < resident ? slices : resident;
-    kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes, stream>>>(
-        in0, in1, out, status, iterations, batch, n, storage_reals, staged, body);
-    SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
-  }
+  else
+    detail::launch_warp_teams<Real, Shape, orientation>(in0, in1, out, status, iterations, batch, n,
+                                                        body, staging, storage_reals, stream);
 }
 
 // How a kernel lays out the smallest matrices. one_thread: n <= 4 in one thread (the shape

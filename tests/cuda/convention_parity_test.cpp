@@ -94,12 +94,17 @@ void check_convention(const ForwardSpec& spec, int n, int T, double tolerance) {
   }
 }
 
+// Every convention but the default, with and without eps.
+std::vector<ForwardSpec> other_conventions() {
+  return {ForwardSpec{ForwardConvention::rows_first, 0.0},
+          ForwardSpec{ForwardConvention::rows_first, 1e-8},
+          ForwardSpec{ForwardConvention::columns_first, 1e-3},
+          ForwardSpec{ForwardConvention::tilekernels, 1e-6}};
+}
+
 TEST(ConventionParity, EveryConventionOnCudaMatchesTheCpu) {
   SINKGRAD_REQUIRE_GPU();
-  for (const auto& spec : {ForwardSpec{ForwardConvention::rows_first, 0.0},
-                           ForwardSpec{ForwardConvention::rows_first, 1e-8},
-                           ForwardSpec{ForwardConvention::columns_first, 1e-3},
-                           ForwardSpec{ForwardConvention::tilekernels, 1e-6}})
+  for (const ForwardSpec& spec : other_conventions())
     // 33 and 40: lane teams where some lanes own two rows and others one (at T = 50 a defect
     // there can converge away: a team form that was wrong by 0.05 at T = 3 agreed to 1e-10).
     for (int n : {1, 2, 3, 4, 7, 8, 16, 32, 33, 40, 64})
@@ -113,10 +118,7 @@ TEST(ConventionParity, EveryConventionOnCudaMatchesTheCpu) {
 // the log-domain form of forward/convention_forward.hpp there.
 TEST(ConventionParity, BlockTeamMatchesTheCpu) {
   SINKGRAD_REQUIRE_GPU();
-  for (const auto& spec : {ForwardSpec{ForwardConvention::rows_first, 0.0},
-                           ForwardSpec{ForwardConvention::rows_first, 1e-8},
-                           ForwardSpec{ForwardConvention::columns_first, 1e-3},
-                           ForwardSpec{ForwardConvention::tilekernels, 1e-6}})
+  for (const ForwardSpec& spec : other_conventions())
     for (int n : {65, 100})
       for (int T : {3, 20}) {
         check_convention<double>(spec, n, T, 1e-13);
