@@ -42,8 +42,10 @@
 
 #if defined(__CUDA_ARCH__)
 #define SINKGRAD_UNROLL _Pragma("unroll")
+#define SINKGRAD_UNROLL_8 _Pragma("unroll 8")
 #else
 #define SINKGRAD_UNROLL
+#define SINKGRAD_UNROLL_8
 #endif
 
 namespace sinkgrad::math {
@@ -82,15 +84,22 @@ struct ColumnOfRows {
 };
 
 // start + sum_j a[j] * x[j] for j < n, ascending, each term added with one rounding (fma_of);
-// cap bounds n at compile time on the GPU.
+// cap bounds n at compile time on the GPU. Above max_team_n (the GPU's block team, whose rows
+// are in memory, and the CPU's large team) the loop runs to n, eight terms at a time on the GPU:
+// nvcc does not unroll a loop of 1024 fully, and rolled, each term waited for its load.
 template <int cap, class A, class X>
 SINKGRAD_HD auto dot_n(const A& a, const X& x, int n, decltype(a[0] * x[0]) start = 0)
     -> decltype(a[0] * x[0]) {
   decltype(a[0] * x[0]) sum = start;
-  SINKGRAD_UNROLL
-  for (int j = 0; j < cap; ++j) {
-    if (j >= n) break;
-    sum = fma_of(a[j], x[j], sum);
+  if constexpr (cap > max_team_n) {
+    SINKGRAD_UNROLL_8
+    for (int j = 0; j < n; ++j) sum = fma_of(a[j], x[j], sum);
+  } else {
+    SINKGRAD_UNROLL
+    for (int j = 0; j < cap; ++j) {
+      if (j >= n) break;
+      sum = fma_of(a[j], x[j], sum);
+    }
   }
   return sum;
 }
