@@ -70,12 +70,11 @@ INSTANTIATE_TEST_SUITE_P(AllSolvers, SolverParity,
 // Above n = 64 one block per matrix (backend/cuda/block_team.cuh): 65 leaves 31 lanes of its
 // last warp idle. (direct's plain system runs one thread per matrix at every n; at n = 100 in
 // float64 its workspace still fits a block's shared memory.)
-INSTANTIATE_TEST_SUITE_P(BlockTeam, SolverParity,
-                         ::testing::Combine(::testing::Range(0, 6), ::testing::Values(65, 100),
-                                            ::testing::Values(3, 20),
-                                            ::testing::Values(Precision::float32,
-                                                              Precision::float64)),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    BlockTeam, SolverParity,
+    ::testing::Combine(::testing::Range(0, 6), ::testing::Values(65, 100), ::testing::Values(3, 20),
+                       ::testing::Values(Precision::float32, Precision::float64)),
+    case_name);
 
 }  // namespace
 }  // namespace sinkgrad::testing
