@@ -10,15 +10,14 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
 
 #include "backend/cuda/block_team.cuh"
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/device_memory.hpp"
+#include "backend/cuda/per_matrix_launch.cuh"  // resident_blocks
 #include "backend/cuda/staging.cuh"
 #include "backend/cuda/tiles.cuh"
 #include "core/backward_problem.hpp"
-#include "core/error.hpp"
 
 namespace sinkgrad::cuda {
 
@@ -59,31 +58,22 @@ __global__ void __launch_bounds__(1024)
 
 }  // namespace detail
 
-// launch_teams for BlockShape (n <= max_block_team_n): the same contract, storage_reals of
-// team.storage() in global scratch, allocated and freed in the order of `stream`.
+// launch_teams for BlockShape (n <= max_block_team_n, which with_team_shape checks): the same
+// contract, storage_reals of team.storage() in global scratch, allocated and freed in the order of
+// `stream`.
 template <class Real, bool transposed, class Body>
 void launch_block_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                         std::int32_t* iterations, index_t batch, int n, Body body,
                         long long storage_reals, cudaStream_t stream) {
-  if (n > max_block_team_n)
-    throw Error("n = " + std::to_string(n) + " is above the " + std::to_string(max_block_team_n) +
-                " that the CUDA team kernels support");
   const int threads = (n + 31) / 32 * 32;
   const long long tile_reals = (static_cast<long long>(n) * n + 3) / 4 * 4;
   const long long block_reals =
       block_team_scratch_reals(n, storage_reals) + (in1 != nullptr ? 2 : 1) * tile_reals;
   const std::size_t shared_bytes = block_team_shared_reals(n) * sizeof(Real);
   auto kernel = &detail::block_team_kernel<Real, transposed, Body>;
-  int device = 0, per_multiprocessor = 0, multiprocessors = 0;
-  SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
-  SINKGRAD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
-                                                                    threads, shared_bytes));
-  SINKGRAD_CUDA_CHECK(
-      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
   const long long block_bytes = block_reals * static_cast<long long>(sizeof(Real));
   const long long affordable = std::max(1LL, detail::block_scratch_budget / block_bytes);
-  const long long resident = std::max(1LL, static_cast<long long>(per_multiprocessor)) *
-                             static_cast<long long>(multiprocessors);
+  const long long resident = detail::resident_blocks(kernel, threads, shared_bytes);
   const long long blocks = std::min({static_cast<long long>(batch), resident, affordable});
   const StreamBuffer scratch(static_cast<std::size_t>(blocks * block_bytes), stream);
   kernel<<<static_cast<unsigned>(blocks), threads, shared_bytes, stream>>>(

@@ -17,6 +17,7 @@
 
 #include "backend/cuda/block_launch.cuh"
 #include "backend/cuda/check.hpp"
+#include "backend/cuda/per_matrix_launch.cuh"  // resident_blocks
 #include "backend/cuda/staging.cuh"
 #include "backend/cuda/staging_policy.hpp"
 #include "backend/cuda/stream.cuh"
@@ -180,14 +181,8 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
                                              static_cast<int>(bytes)));
   // As many blocks as stay resident at once, each working through its share of the slices
   // (so that every block has a next slice to stage while it computes).
-  int per_multiprocessor = 0, multiprocessors = 0;
-  SINKGRAD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
-                                                                    teams * Shape::W, bytes));
-  SINKGRAD_CUDA_CHECK(
-      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
   const index_t slices = (batch + teams - 1) / teams;
-  const index_t resident =
-      index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessors;
+  const index_t resident = resident_blocks(kernel, teams * Shape::W, bytes);
   const index_t blocks = slices < resident ? slices : resident;
   kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes, stream>>>(
       in0, in1, out, status, iterations, batch, n, storage_reals, staged, body);

@@ -92,6 +92,16 @@ inline int multiprocessor_count() {
   return count;
 }
 
+// Blocks of `kernel` with `threads` threads and shared_bytes of shared memory that are resident
+// on the device at once (at least one per multiprocessor).
+template <class Kernel>
+index_t resident_blocks(Kernel kernel, int threads, std::size_t shared_bytes) {
+  int per_multiprocessor = 0;
+  SINKGRAD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
+                                                                    threads, shared_bytes));
+  return index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessor_count();
+}
+
 struct LaunchShape {
   unsigned blocks;
   int threads;
@@ -119,12 +129,8 @@ LaunchShape plan_launch(Kernel kernel, index_t batch, std::size_t bytes_per_thre
   if (shared_bytes > 48 * 1024)
     SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(shared_bytes)));
-  int blocks_per_sm = 0;
-  SINKGRAD_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, threads, shared_bytes));
-  if (blocks_per_sm < 1) blocks_per_sm = 1;
   const index_t needed = (batch + threads - 1) / threads;
-  const index_t resident = index_t(blocks_per_sm) * multiprocessor_count();
+  const index_t resident = resident_blocks(kernel, threads, shared_bytes);
   return {static_cast<unsigned>(std::min(needed, resident)), threads, shared_bytes};
 }
 
