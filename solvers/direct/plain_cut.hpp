@@ -9,7 +9,8 @@
 // (nearly) the constant vector 1, which shifts alpha and beta without changing the gradient;
 // otherwise the matrix is reported as ill_conditioned. The measure: the part of v_k orthogonal
 // to 1 times |(v_k . b) / lambda_k| (the change of beta if lambda_k were kept), summed over the
-// eigenvalues in the band, against sqrt(eps) ||beta|| of the eigenvalues clear of the cut.
+// eigenvalues in the band, against sqrt(eps) ||beta|| of the eigenvalues clear of the cut
+// (compared as squares).
 
 #include "core/host_device.hpp"
 
@@ -22,17 +23,19 @@ struct PlainCut {
   bool near_cut = false;  // an eigenvalue near the cut changes the gradient
 };
 
-// How much eigenpair k (column k of V, n x n row-major), in the band near the cut, changes the
-// gradient: the part of v_k orthogonal to 1 times |coefficient| (the change of beta if
-// lambda_k were kept).
+// The squared change of the gradient from eigenpair k (column k of V, n x n row-major) in the
+// band near the cut: coefficient^2 || v_k - mean(v_k) 1 ||^2 (the change of beta if lambda_k
+// were kept). Squares, so that the usual single band eigenvalue costs no square root: in the
+// one-thread GPU kernel at n = 4 each root lengthened a latency-bound chain.
 template <class Real>
-SINKGRAD_HD Real near_cut_change(const Real* V, int k, Real coefficient, int n) {
+SINKGRAD_HD Real near_cut_change_squared(const Real* V, int k, Real coefficient, int n) {
   Real mean = 0;
   for (int i = 0; i < n; ++i) mean += V[i * n + k];
   mean /= Real(n);
-  Real off_gauge = 0;  // || v_k - mean(v_k) 1 ||
+  Real off_gauge = 0;
   for (int i = 0; i < n; ++i) off_gauge += (V[i * n + k] - mean) * (V[i * n + k] - mean);
-  return abs_of(coefficient) * sqrt_of(off_gauge);
+  // |c| (|c| off_gauge): overflows only where the change itself passes the largest Real.
+  return abs_of(coefficient) * (abs_of(coefficient) * off_gauge);
 }
 
 // lambda[k * lambda_stride], k < n: the eigenvalues; V (n x n, row-major): the orthonormal
@@ -71,20 +74,23 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
   // The band's eigenpairs are measured after the loop, not inside it: on the GPU, where each
   // thread finds its band eigenvalue at another k, a branch inside the loop ran once per k for
   // the warp (direct(plain) n = 4 float32 1.08x slower with it).
-  Real ambiguous = 0;
+  // ambiguous^2 against eps stable_squared, both sides squares of non-negative numbers.
+  Real ambiguous_squared = 0;
   if (banded == 1) {
-    ambiguous = near_cut_change(V, first_banded, first_ratio, n);
+    ambiguous_squared = near_cut_change_squared(V, first_banded, first_ratio, n);
   } else if (banded > 1) {
+    Real ambiguous = 0;  // the sum of the changes' norms
     for (int k = 0; k < n; ++k) {
       const Real l = lambda[k * lambda_stride];
       if (!in_band(abs_of(l))) continue;
       Real projection = 0;
       for (int i = 0; i < n; ++i) projection += V[i * n + k] * b[i];
-      ambiguous += near_cut_change(V, k, projection / l, n);
+      ambiguous += sqrt_of(near_cut_change_squared(V, k, projection / l, n));
     }
+    ambiguous_squared = ambiguous * ambiguous;
   }
   // Written so that NaN (a non-finite eigenvalue) counts as near the cut.
-  cut.near_cut = !(ambiguous <= sqrt_of(eps) * sqrt_of(stable_squared));
+  cut.near_cut = !(ambiguous_squared <= eps * stable_squared);
   return cut;
 }
 
