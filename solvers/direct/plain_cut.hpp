@@ -23,19 +23,23 @@ struct PlainCut {
   bool near_cut = false;  // an eigenvalue near the cut changes the gradient
 };
 
-// The squared change of the gradient from eigenpair k (column k of V, n x n row-major) in the
-// band near the cut: coefficient^2 || v_k - mean(v_k) 1 ||^2 (the change of beta if lambda_k
-// were kept). Squares, so that the usual single band eigenvalue costs no square root: in the
-// one-thread GPU kernel at n = 4 each root lengthened a latency-bound chain.
+// n times the squared change of the gradient from eigenpair k (column k of V, n x n row-major)
+// in the band near the cut: n coefficient^2 || v_k - mean(v_k) 1 ||^2 (the change of beta if
+// lambda_k were kept). n || v - mean(v) 1 ||^2 = n sum d_i^2 - (sum d_i)^2 with d_i = v_i - v_0,
+// which loses at most log2(n + 1) bits (|d_0 - mean(d)| = |mean(d)|), one pass with no division
+// and no root: in the one-thread GPU kernel at n = 4 the measure sits on a latency-bound chain.
 template <class Real>
-SINKGRAD_HD Real near_cut_change_squared(const Real* V, int k, Real coefficient, int n) {
-  Real mean = 0;
-  for (int i = 0; i < n; ++i) mean += V[i * n + k];
-  mean /= Real(n);
-  Real off_gauge = 0;
-  for (int i = 0; i < n; ++i) off_gauge += (V[i * n + k] - mean) * (V[i * n + k] - mean);
-  // |c| (|c| off_gauge): overflows only where the change itself passes the largest Real.
-  return abs_of(coefficient) * (abs_of(coefficient) * off_gauge);
+SINKGRAD_HD Real near_cut_change_squared_n(const Real* V, int k, Real coefficient, int n) {
+  const Real v0 = V[k];
+  Real sum = 0, squares = 0;
+  for (int i = 1; i < n; ++i) {
+    const Real d = V[i * n + k] - v0;
+    sum += d;
+    squares += d * d;
+  }
+  const Real off_gauge_n = max_of(Real(0), Real(n) * squares - sum * sum);
+  // |c| (|c| off_gauge_n): overflows only where the change itself passes the largest Real.
+  return abs_of(coefficient) * (abs_of(coefficient) * off_gauge_n);
 }
 
 // lambda[k * lambda_stride], k < n: the eigenvalues; V (n x n, row-major): the orthonormal
@@ -60,12 +64,13 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
     const Real l = lambda[k * lambda_stride];
     const Real size = abs_of(l);
     const bool kept = size > cutoff;
-    coef[k] = kept ? projection / l : Real(0);
+    const Real ratio = projection / l;
+    coef[k] = kept ? ratio : Real(0);
     if (!kept) ++cut.dropped;
     if (in_band(size)) {
       if (banded++ == 0) {
         first_banded = k;
-        first_ratio = projection / l;
+        first_ratio = ratio;
       }
     } else if (kept) {
       stable_squared += coef[k] * coef[k];
@@ -74,23 +79,23 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
   // The band's eigenpairs are measured after the loop, not inside it: on the GPU, where each
   // thread finds its band eigenvalue at another k, a branch inside the loop ran once per k for
   // the warp (direct(plain) n = 4 float32 1.08x slower with it).
-  // ambiguous^2 against eps stable_squared, both sides squares of non-negative numbers.
-  Real ambiguous_squared = 0;
+  // n ambiguous^2 against n eps stable_squared, both sides squares of non-negative numbers.
+  Real ambiguous_squared_n = 0;
   if (banded == 1) {
-    ambiguous_squared = near_cut_change_squared(V, first_banded, first_ratio, n);
+    ambiguous_squared_n = near_cut_change_squared_n(V, first_banded, first_ratio, n);
   } else if (banded > 1) {
-    Real ambiguous = 0;  // the sum of the changes' norms
+    Real ambiguous_n = 0;  // sqrt(n) times the sum of the changes' norms
     for (int k = 0; k < n; ++k) {
       const Real l = lambda[k * lambda_stride];
       if (!in_band(abs_of(l))) continue;
       Real projection = 0;
       for (int i = 0; i < n; ++i) projection += V[i * n + k] * b[i];
-      ambiguous += sqrt_of(near_cut_change_squared(V, k, projection / l, n));
+      ambiguous_n += sqrt_of(near_cut_change_squared_n(V, k, projection / l, n));
     }
-    ambiguous_squared = ambiguous * ambiguous;
+    ambiguous_squared_n = ambiguous_n * ambiguous_n;
   }
   // Written so that NaN (a non-finite eigenvalue) counts as near the cut.
-  cut.near_cut = !(ambiguous_squared <= eps * stable_squared);
+  cut.near_cut = !(ambiguous_squared_n <= Real(n) * eps * stable_squared);
   return cut;
 }
 
