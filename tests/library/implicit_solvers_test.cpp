@@ -107,6 +107,57 @@ TEST(ImplicitSolvers, CorrectedAgreesAcrossSolversAndWithBlockReference) {
     }
 }
 
+// A right-hand side far smaller than the terms it is the difference of: b = (-2e-5, 2e-5) from
+// column sums of 0.3 to 0.8 (n = 2, T = 3; found by a random seed of the test above). One CG
+// step solved the 2 x 2 system to rounding but left b's rounded mean, which lies in the null
+// space: 2.8e-12 ||b||; the next step into it had curvature 1e-43, the one after 0: breakdown,
+// and no gradient (solvers/cg_corrected/cg_corrected_math.hpp now removes that mean).
+TEST(ImplicitSolvers, CorrectedCgIgnoresTheRoundingOfItsRightHandSide) {
+  Inputs in{HostBatch<double>(1, 2), {}, HostBatch<double>(1, 2), 3};
+  const double M[] = {2.8359119068022616, 1.2024168791200662, 0.61080233745112766,
+                      2.6431400281541455};
+  const double G[] = {0.2947747356711824, -0.068618534279597465, 0.53764606095162715,
+                      0.94419079223167246};
+  std::copy(M, M + 4, in.M.data());
+  std::copy(G, G + 4, in.G.data());
+  in.R = forward(in.M, in.T);
+  const auto cg = run(cg_corrected, in);
+  ASSERT_EQ(cg.status[0], SolveStatus::ok);
+  EXPECT_LE(cg.iterations[0], 2);
+  const Square ref = reference_implicit(widen(in.R.data(), 2), widen(in.G.data(), 2), 2,
+                                        ReferenceSystem::corrected);
+  EXPECT_LT(relative_error(cg.grad.data(), ref, 4), 1e-10);
+}
+
+// cg_corrected at n = 2, where one step solves the system and the rest is rounding: 4096
+// matrices of uniform(0, 4) logits at T = 1, 2, 3 and 500, every one solved to the reference
+// within 1e-13 max|G| (observed: 3.9e-16 max|G| at most in 983040 matrices; relative to a
+// gradient far smaller than G's terms, up to 1.1e-9).
+TEST(ImplicitSolvers, CorrectedCgSolvesEveryTwoByTwoSystem) {
+  auto rng = make_rng(404);
+  for (int T : {1, 2, 3, 500}) {
+    SCOPED_TRACE("T = " + std::to_string(T));
+    const Inputs in = make_inputs(rng, 4096, 2, 0.0, 4.0, T);
+    const auto sol = run(cg_corrected, in);
+    int failed = 0;
+    for (index_t b = 0; b < in.M.batch(); ++b) {
+      const Square ref =
+          reference_implicit(widen(in.R.data() + b * 4, 2), widen(in.G.data() + b * 4, 2), 2,
+                             ReferenceSystem::corrected);
+      double max_g = 0, max_error = 0;
+      for (int k = 0; k < 4; ++k) {
+        max_g = std::max(max_g, std::fabs(in.G.data()[b * 4 + k]));
+        max_error = std::max(max_error,
+                             std::fabs(sol.grad.data()[b * 4 + k] - static_cast<double>(ref[k])));
+      }
+      const bool solved = sol.status[b] == SolveStatus::ok && max_error <= 1e-13 * max_g;
+      if (!solved && ++failed <= 3)
+        ADD_FAILURE() << "matrix " << b << ", status " << static_cast<int>(sol.status[b]);
+    }
+    EXPECT_EQ(failed, 0);
+  }
+}
+
 // The distance of the plain block matrix [I R; R^T I] (eigenvalues 1 ± σ_i(R)) from singular:
 // min_i |1 - σ_i(R)|, from an SVD of R. Near convergence its near-null mode makes the plain
 // solution ill-conditioned (docs/math.md), so agreement is asserted relative to it.
