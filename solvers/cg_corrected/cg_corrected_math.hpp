@@ -21,11 +21,11 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   // 1^T b = 0 exactly (sum s_c = sum s_r), so b's rounded mean lies in S's null space, where CG
   // cannot reduce it: when b is far smaller than the terms it is the difference of, that mean
   // alone stayed above the tolerance, and CG stepped into the null space (n = 2: one step left
-  // 2.8e-12 ||b||, the next had curvature 1e-43, the third 0, a breakdown). It is removed.
-  const Real mean = team.sum([&](Slot s) { return b.part[0][s]; }) / Real(team.n());
-  team.each([&](Slot s) { b.part[0][s] -= mean; });
+  // 2.8e-12 ||b||, the next had curvature 1e-43, the third 0, a breakdown). CG starts from b
+  // with its mean removed.
+  const Real mean = team.sum([&](Slot s) { return b.part[0][s]; }) * (Real(1) / Real(team.n()));
   const CorrectedSchurOperator<Real, Team, Matrices> schur(team, mats, m);
-  const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history);
+  const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history, mean);
   if (outcome.status == SolveStatus::breakdown) return team_fail<Real>(team, mats, outcome.status);
   typename Team::Vec alpha;
   team_schur_alpha<Real>(team, mats, true, m, beta.part[0], alpha);
