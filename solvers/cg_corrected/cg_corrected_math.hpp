@@ -17,7 +17,8 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   if (!team_marginals<Real>(team, mats, m))
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   CgVector<Team, 1> b{}, beta{};
-  team_schur_rhs<Real>(team, mats, true, m, b.part[0]);
+  typename Team::Vec terms_squared;
+  team_schur_rhs<Real>(team, mats, true, m, b.part[0], terms_squared);
   // 1^T b = 0 exactly (sum s_c = sum s_r), so b's rounded mean lies in S's null space, where CG
   // cannot reduce it: when b is far smaller than the terms it is the difference of, that mean
   // alone stayed above the tolerance, and CG stepped into the null space (n = 2: one step left
@@ -26,7 +27,9 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   // took 6% longer on the CPU at n = 4 float64 (6.05 against 5.69 ms, B = 65536, 4 runs each).
   const Real mean = team.sum([&](Slot s) { return b.part[0][s]; }) * (Real(1) / Real(team.n()));
   const CorrectedSchurOperator<Real, Team, Matrices> schur(team, mats, m);
-  const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history, mean);
+  const RhsRounding<Real> rounding{mean, schur_rhs_rounding_squared<Real>(team, terms_squared)};
+  const MatrixOutcome outcome =
+      conjugate_gradient(team, schur, b, beta, settings, history, rounding);
   if (outcome.status == SolveStatus::breakdown) return team_fail<Real>(team, mats, outcome.status);
   typename Team::Vec alpha;
   team_schur_alpha<Real>(team, mats, true, m, beta.part[0], alpha);

@@ -9,8 +9,11 @@
 // (nearly) the constant vector 1, which shifts alpha and beta without changing the gradient;
 // otherwise the matrix is reported as ill_conditioned. The measure: the part of v_k orthogonal
 // to 1 times |(v_k . b) / lambda_k| (the change of beta if lambda_k were kept), summed over the
-// eigenvalues in the band, against sqrt(eps) ||beta|| of the eigenvalues clear of the cut
-// (compared as squares).
+// eigenvalues in the band, against sqrt(eps) times the size of beta from the eigenvalues clear
+// of the cut and of the terms b is the difference of (compared as squares). Without the terms,
+// a b that is rounding alone (a constant G at convergence, whose exact gradient is 0) made a
+// change of rounding size look large beside a beta of rounding size: a quarter to a half of
+// such matrices were reported ill_conditioned with gradients of 1e-16.
 
 #include "core/host_device.hpp"
 
@@ -43,10 +46,11 @@ SINKGRAD_HD Real near_cut_change_squared_n(const Real* V, int k, Real coefficien
 }
 
 // lambda[k * lambda_stride], k < n: the eigenvalues; V (n x n, row-major): the orthonormal
-// eigenvectors as columns; b: the right-hand side. Writes coef (n).
+// eigenvectors as columns; b: the right-hand side; terms_squared: the squared size of the terms
+// b is the difference of (schur_rhs). Writes coef (n).
 template <class Real>
 SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride, const Real* V,
-                                          const Real* b, Real* coef, int n) {
+                                          const Real* b, Real* coef, int n, Real terms_squared) {
   const Real eps = Epsilon<Real>::value;
   Real largest = 0;
   for (int k = 0; k < n; ++k) largest = max_of(largest, abs_of(lambda[k * lambda_stride]));
@@ -55,7 +59,6 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
     return size > cutoff / Real(near_cut_band) && size <= cutoff * Real(near_cut_band);
   };
   PlainCut cut;
-  Real stable_squared = 0;
   int banded = 0, first_banded = 0;  // the plain system's null eigenvalue is usually the one
   Real first_ratio = 0;
   for (int k = 0; k < n; ++k) {
@@ -67,23 +70,25 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
     const Real ratio = projection / l;
     coef[k] = kept ? ratio : Real(0);
     if (!kept) ++cut.dropped;
-    if (in_band(size)) {
-      if (banded++ == 0) {
-        first_banded = k;
-        first_ratio = ratio;
-      }
-    } else if (kept) {
-      stable_squared += coef[k] * coef[k];
+    if (in_band(size) && banded++ == 0) {
+      first_banded = k;
+      first_ratio = ratio;
     }
   }
+  // A NaN reaches beta and the gradient, which the caller reports as a breakdown.
+  if (banded == 0) return cut;
   // The band's eigenpairs are measured after the loop, not inside it: on the GPU, where each
   // thread finds its band eigenvalue at another k, a branch inside the loop ran once per k for
-  // the warp (direct(plain) n = 4 float32 1.08x slower with it).
-  // n ambiguous^2 against n eps stable_squared, both sides squares of non-negative numbers.
+  // the warp (direct(plain) n = 4 float32 1.08x slower with it). So is the stable size, which
+  // only a matrix with an eigenvalue in the band needs.
+  Real stable_squared = 0;
+  for (int k = 0; k < n; ++k)
+    if (!in_band(abs_of(lambda[k * lambda_stride]))) stable_squared += coef[k] * coef[k];
+  // n ambiguous^2 against n eps (stable^2 + terms^2), both sides squares of non-negative numbers.
   Real ambiguous_squared_n = 0;
   if (banded == 1) {
     ambiguous_squared_n = near_cut_change_squared_n(V, first_banded, first_ratio, n);
-  } else if (banded > 1) {
+  } else {
     Real ambiguous_n = 0;  // sqrt(n) times the sum of the changes' norms
     for (int k = 0; k < n; ++k) {
       const Real l = lambda[k * lambda_stride];
@@ -95,7 +100,7 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
     ambiguous_squared_n = ambiguous_n * ambiguous_n;
   }
   // Written so that NaN (a non-finite eigenvalue) counts as near the cut.
-  cut.near_cut = !(ambiguous_squared_n <= Real(n) * eps * stable_squared);
+  cut.near_cut = !(ambiguous_squared_n <= Real(n) * eps * (stable_squared + terms_squared));
   return cut;
 }
 

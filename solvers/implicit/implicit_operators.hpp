@@ -55,13 +55,39 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
 //   plain:     (I - R^T R) β = s_c - R^T s_r,                 α = s_r - R β
 //   corrected: (diag(c) - R^T diag(r)^-1 R) β = s_c - R^T diag(r)^-1 s_r,
 //                                                             α = diag(r)^-1 (s_r - R β)
+// terms_squared[s] = s_c[s]^2 + (R^T t)[s]^2: the size of the two terms b[s] is the difference of.
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD void team_schur_rhs(const Team& team, const Matrices& mats, bool corrected,
-                                const TeamMarginals<Team>& m, typename Team::Vec& b) {
+                                const TeamMarginals<Team>& m, typename Team::Vec& b,
+                                typename Team::Vec& terms_squared) {
   typename Team::Vec t;
   team.each([&](Slot s) { t[s] = corrected ? m.s_r[s] / m.r[s] : m.s_r[s]; });
   const auto& all_t = team.share(t);
-  team.each([&](Slot s) { b[s] = m.s_c[s] - dot_n<Team::cap>(mats.R_col(s), all_t, team.n()); });
+  team.each([&](Slot s) {
+    const Real Rt = dot_n<Team::cap>(mats.R_col(s), all_t, team.n());
+    b[s] = m.s_c[s] - Rt;
+    terms_squared[s] = fma_of(m.s_c[s], m.s_c[s], Rt * Rt);
+  });
+}
+
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD void team_schur_rhs(const Team& team, const Matrices& mats, bool corrected,
+                                const TeamMarginals<Team>& m, typename Team::Vec& b) {
+  typename Team::Vec unused;
+  team_schur_rhs<Real>(team, mats, corrected, m, b, unused);
+}
+
+// The residual that b's own rounding allows, squared: b = s_c - R^T t, both sums of n products
+// (and s_c, t themselves sums of n), carries an error up to about n eps the size of its terms.
+// CG asked for tolerance ||b|| below that, where b is far smaller than its terms (a constant G,
+// whose exact b is 0, or a 2 x 2 matrix whose G nearly cancels), fitted the rounding: on a
+// converged plain system it stepped into the null space (breakdown, or not_converged with
+// gradients of size 1 where the exact one is 0).
+template <class Real, class Team>
+SINKGRAD_HD Real schur_rhs_rounding_squared(const Team& team,
+                                            const typename Team::Vec& terms_squared) {
+  const Real n_eps = Real(team.n()) * Epsilon<Real>::value;
+  return n_eps * n_eps * team.sum([&](Slot s) { return terms_squared[s]; });
 }
 
 template <class Real, class Team, class Matrices>

@@ -158,6 +158,78 @@ TEST(ImplicitSolvers, CorrectedCgSolvesEveryTwoByTwoSystem) {
   }
 }
 
+// A G that a converged forward ignores: L = sum G ⊙ R is constant on the doubly stochastic
+// matrices for G = g 1 1^T (L = g n) and for G = u 1^T + 1 v^T (L = sum u + sum v), so dL/dM = 0.
+// The Schur right-hand side is then rounding alone (exactly 0 for a constant G). Before the
+// solvers measured their residual against the rounding of b's terms (implicit_operators.hpp,
+// plain_cut.hpp), cg_plain (schur) fitted that rounding into the null space of the converged
+// plain system (breakdowns, and not_converged gradients of size 1) and direct (plain) reported a
+// quarter to a half of these matrices as ill_conditioned.
+template <class Real>
+void expect_zero_gradient_for_ignored_g(std::mt19937_64& rng, double bound) {
+  for (int n : {2, 3, 4, 8, 16}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const index_t batch = 32;
+    HostBatch<Real> M = uniform_batch<Real>(rng, batch, n, 0.0, 2.0), G(batch, n);
+    std::normal_distribution<double> normal;
+    for (index_t b = 0; b < batch; ++b) {
+      std::vector<double> u(n), v(n);
+      for (int i = 0; i < n; ++i) {
+        u[i] = b % 2 == 0 ? normal(rng) : 0.0;
+        v[i] = b % 2 == 0 ? normal(rng) : 0.0;
+      }
+      const double g = normal(rng);
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) G(b, i, j) = static_cast<Real>(b % 2 == 0 ? u[i] + v[j] : g);
+    }
+    const HostBatch<Real> R = forward(M, 500);
+    for (const auto& config : all_solver_configs()) {
+      SCOPED_TRACE(config.label());
+      const auto sol = solve(*config.create(), M, R, G, 500);
+      for (index_t b = 0; b < batch; ++b) {
+        double max_g = 0, max_grad = 0;
+        for (int k = 0; k < n * n; ++k) {
+          max_g = std::max(max_g, std::fabs(static_cast<double>(G.data()[b * n * n + k])));
+          max_grad =
+              std::max(max_grad, std::fabs(static_cast<double>(sol.grad.data()[b * n * n + k])));
+        }
+        EXPECT_EQ(sol.status[b], SolveStatus::ok) << "matrix " << b;
+        EXPECT_LE(max_grad, bound * n * max_g) << "matrix " << b;
+      }
+    }
+  }
+}
+
+TEST(ImplicitSolvers, GradientIsZeroForAGTheConvergedForwardIgnores) {
+  auto rng = make_rng(405);
+  expect_zero_gradient_for_ignored_g<double>(rng, 1e-13);
+  expect_zero_gradient_for_ignored_g<float>(rng, 1e-5);
+}
+
+// cg_plain (schur) on 2 x 2 matrices at a converged forward whose b (about 1e-6 and 3e-5) is
+// far smaller than its terms (found by random seeds of AgreeWithUnrolledAtAConvergedForward):
+// one step solved the system to the rounding of b, and the steps after went into the null
+// space: curvature exactly 0 (breakdown) or a gauge shift of 0.5 that did not settle in 4 steps
+// (not_converged).
+TEST(ImplicitSolvers, PlainCgStopsAtTheRoundingOfItsRightHandSide) {
+  const double cases[][8] = {
+      {0.82292511497322451, 1.479829632198316, 1.8327009344227039, 1.8676929467509109,
+       -0.94886357996797754, -1.1736333604548514, 0.50709015408136238, 0.73172639215895752},
+      {1.8032006388495478, 0.82286519275785031, 1.4232156015856163, 0.16740496032378122,
+       -1.9034885507854664, 0.56979606514881453, 1.2420129767743224, -1.2312754408978197}};
+  for (const auto& values : cases) {
+    Inputs in{HostBatch<double>(1, 2), {}, HostBatch<double>(1, 2), 500};
+    std::copy(values, values + 4, in.M.data());
+    std::copy(values + 4, values + 8, in.G.data());
+    in.R = forward(in.M, in.T);
+    const auto reference = run(unrolled, in);
+    const auto cg = run(cg_plain_schur, in);
+    ASSERT_EQ(cg.status[0], SolveStatus::ok);
+    EXPECT_LE(cg.iterations[0], 1);
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(cg.grad.data()[k], reference.grad.data()[k], 1e-15);
+  }
+}
+
 // The distance of the plain block matrix [I R; R^T I] (eigenvalues 1 ± σ_i(R)) from singular:
 // min_i |1 - σ_i(R)|, from an SVD of R. Near convergence its near-null mode makes the plain
 // solution ill-conditioned (docs/math.md), so agreement is asserted relative to it.
@@ -199,12 +271,14 @@ TEST(ImplicitSolvers, PlainAgreesAcrossSolversAndWithBlockReference) {
         // residual near a singular point, writing its last iterate: not_converged. In 1500 seeds:
         // 6 times, gaps 4.8e-3 to 3.6e-2, errors up to 0.57 of the tolerance (once elsewhere
         // 1.09, gap 1.2e-2). Such a matrix is held to 10 times the tolerance; at a gap of 0.1 or
-        // more CG must converge.
+        // more CG must converge. Where it does, its 1e-12 residual bounds its error by the
+        // condition number (2 / gap for the block system) times 1e-12: 7.2e-12 at a gap of 0.12
+        // was beyond 1e-13 / gap^2 alone.
         const auto cg_tolerance = [&](SolveStatus status) {
           const bool short_near_singular = gap < 0.1 && status == SolveStatus::not_converged;
           EXPECT_TRUE(status == SolveStatus::ok || short_near_singular)
               << "status " << static_cast<int>(status) << ", gap " << gap;
-          return short_near_singular ? 10 * tolerance : tolerance;
+          return (short_near_singular ? 10 * tolerance : tolerance) + 1e-11 / gap;
         };
         const Square ref =
             reference_implicit(widen(in.R.data() + b * nn, n), widen(in.G.data() + b * nn, n), n,
