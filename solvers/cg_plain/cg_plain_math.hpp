@@ -21,11 +21,9 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
   bool finite = false;
   if (system == PlainSystem::schur) {
     CgVector<Team, 1> b{}, beta{};
-    typename Team::Vec terms_squared;
-    team_schur_rhs<Real>(team, mats, false, m, b.part[0], terms_squared);
-    const RhsRounding<Real> rounding{0, schur_rhs_rounding_squared<Real>(team, terms_squared)};
+    team_schur_rhs<Real>(team, mats, false, m, b.part[0]);
     outcome = conjugate_gradient(team, PlainSchurOperator<Real, Matrices>{mats}, b, beta, settings,
-                                 history, rounding);
+                                 history, schur_rhs_rounding_squared<Real>(team, m));
     if (outcome.status == SolveStatus::breakdown)
       return team_fail<Real>(team, mats, outcome.status);
     typename Team::Vec alpha;

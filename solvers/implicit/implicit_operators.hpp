@@ -13,10 +13,11 @@ namespace sinkgrad::math {
 
 template <class Team>
 struct TeamMarginals {
-  typename Team::Vec r;    // row sums of R
-  typename Team::Vec c;    // column sums of R
-  typename Team::Vec s_r;  // row sums of R ⊙ G
-  typename Team::Vec s_c;  // column sums of R ⊙ G
+  typename Team::Vec r;     // row sums of R
+  typename Team::Vec c;     // column sums of R
+  typename Team::Vec s_r;   // row sums of R ⊙ G
+  typename Team::Vec s_c;   // column sums of R ⊙ G
+  typename Team::Vec mass;  // row sums of R ⊙ |G|: the size of the terms of s_r and s_c
 };
 
 // Checks R and G (finite, R >= 0, no zero row or column of R) and computes the marginals.
@@ -30,7 +31,7 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
     const auto& G = mats.G_row(s);
     const auto& Rc = mats.R_col(s);
     const auto& Gc = mats.G_col(s);
-    Real r = 0, sr = 0, c = 0, sc = 0;
+    Real r = 0, sr = 0, c = 0, sc = 0, mass = 0;
     SINKGRAD_UNROLL
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
@@ -39,6 +40,7 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
       if (!(is_finite(x) & is_finite(g) & (x >= Real(0)))) ok = false;
       r += x;
       sr += x * g;
+      mass += x * abs_of(g);
       c += Rc[j];
       sc += Rc[j] * Gc[j];
     }
@@ -46,6 +48,7 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
     m.s_r[s] = sr;
     m.c[s] = c;
     m.s_c[s] = sc;
+    m.mass[s] = mass;
     if (!(r > Real(0)) || !(c > Real(0))) ok = false;
   });
   return team.all(ok);
@@ -55,39 +58,28 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
 //   plain:     (I - R^T R) β = s_c - R^T s_r,                 α = s_r - R β
 //   corrected: (diag(c) - R^T diag(r)^-1 R) β = s_c - R^T diag(r)^-1 s_r,
 //                                                             α = diag(r)^-1 (s_r - R β)
-// terms_squared[s] = s_c[s]^2 + (R^T t)[s]^2: the size of the two terms b[s] is the difference of.
-template <class Real, class Team, class Matrices>
-SINKGRAD_HD void team_schur_rhs(const Team& team, const Matrices& mats, bool corrected,
-                                const TeamMarginals<Team>& m, typename Team::Vec& b,
-                                typename Team::Vec& terms_squared) {
-  typename Team::Vec t;
-  team.each([&](Slot s) { t[s] = corrected ? m.s_r[s] / m.r[s] : m.s_r[s]; });
-  const auto& all_t = team.share(t);
-  team.each([&](Slot s) {
-    const Real Rt = dot_n<Team::cap>(mats.R_col(s), all_t, team.n());
-    b[s] = m.s_c[s] - Rt;
-    terms_squared[s] = fma_of(m.s_c[s], m.s_c[s], Rt * Rt);
-  });
-}
-
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD void team_schur_rhs(const Team& team, const Matrices& mats, bool corrected,
                                 const TeamMarginals<Team>& m, typename Team::Vec& b) {
-  typename Team::Vec unused;
-  team_schur_rhs<Real>(team, mats, corrected, m, b, unused);
+  typename Team::Vec t;
+  team.each([&](Slot s) { t[s] = corrected ? m.s_r[s] / m.r[s] : m.s_r[s]; });
+  const auto& all_t = team.share(t);
+  team.each([&](Slot s) { b[s] = m.s_c[s] - dot_n<Team::cap>(mats.R_col(s), all_t, team.n()); });
 }
 
-// The residual that b's own rounding allows, squared: b = s_c - R^T t, both sums of n products
-// (and s_c, t themselves sums of n), carries an error up to about n eps the size of its terms.
-// CG asked for tolerance ||b|| below that, where b is far smaller than its terms (a constant G,
-// whose exact b is 0, or a 2 x 2 matrix whose G nearly cancels), fitted the rounding: on a
-// converged plain system it stepped into the null space (breakdown, or not_converged with
-// gradients of size 1 where the exact one is 0).
+// The residual that b's own rounding allows, squared: b = s_c - R^T t is the difference of sums
+// of products R_ij G_ij (and of those divided by r), so its error is up to about n eps times
+// their total size, sum R ⊙ |G| (r near 1). CG asked for tolerance ||b|| below that, where b is
+// far smaller than its terms (a constant G, whose exact b is 0; a 2 x 2 matrix whose G nearly
+// cancels), fitted the rounding: on a converged plain system it stepped into the null space
+// (breakdown, or not_converged with gradients of size 1 where the exact one is 0), and on the
+// corrected one it fitted b's rounded mean, which lies in S's null space (n = 2: one step left
+// 2.8e-12 ||b||, the next had curvature 1e-43, the third 0).
 template <class Real, class Team>
-SINKGRAD_HD Real schur_rhs_rounding_squared(const Team& team,
-                                            const typename Team::Vec& terms_squared) {
-  const Real n_eps = Real(team.n()) * Epsilon<Real>::value;
-  return n_eps * n_eps * team.sum([&](Slot s) { return terms_squared[s]; });
+SINKGRAD_HD Real schur_rhs_rounding_squared(const Team& team, const TeamMarginals<Team>& m) {
+  const Real floor =
+      Real(team.n()) * Epsilon<Real>::value * team.sum([&](Slot s) { return m.mass[s]; });
+  return floor * floor;
 }
 
 template <class Real, class Team, class Matrices>
