@@ -35,7 +35,7 @@ SINKGRAD_HD MatrixOutcome direct_matrix(const Real* R, const Real* G, Real* grad
   if (!compute_marginals(R, G, n, m)) return fail_matrix(grad, n, SolveStatus::invalid_input);
   PlainCut cut;
   schur_matrix(system, R, m, n, S);
-  const Real terms_squared = schur_rhs(system, R, m, n, tmp, b);
+  schur_rhs(system, R, m, n, tmp, b);
   if (system == SchurSystem::corrected) {
     for (int k = 0; k < n * n; ++k) S[k] += Real(1) / Real(n);
     const Real norm = symmetric_norm_1(S, n);
@@ -48,7 +48,7 @@ SINKGRAD_HD MatrixOutcome direct_matrix(const Real* R, const Real* G, Real* grad
     Real* V = S + n * n;
     if (!jacobi_eigen(S, V, n)) return fail_matrix(grad, n, SolveStatus::breakdown);
     // tmp = diag(lambda)^+ V^T b; the eigenvalues are S's diagonal now.
-    cut = plain_pseudo_inverse(S, n + 1, V, b, tmp, n, terms_squared);
+    cut = plain_pseudo_inverse(S, n + 1, V, b, m.s_c, tmp, n);
     multiply(V, tmp, beta, n);
     if (cut.dropped > 1) return fail_matrix(grad, n, SolveStatus::breakdown);
   }

@@ -39,14 +39,14 @@ bool solve_corrected(DenseWorkspace<Real>& w, int n) {
 
 // The cut and its near-cut test are plain_pseudo_inverse's, the same code as the GPU's.
 template <class Real>
-bool solve_plain(DenseWorkspace<Real>& w, int n, Real terms_squared, bool& near_cut) {
+bool solve_plain(DenseWorkspace<Real>& w, const Real* s_c, int n, bool& near_cut) {
   w.eigen.compute(w.S, Eigen::ComputeEigenvectors);
   if (w.eigen.info() != Eigen::Success) return false;
   // Eigen keeps the eigenvectors column-major whatever S is: copy them into S (no longer
   // needed), which is row-major as plain_pseudo_inverse reads them.
   w.S = w.eigen.eigenvectors();
   const PlainCut cut = plain_pseudo_inverse(w.eigen.eigenvalues().data(), 1, w.S.data(), w.b.data(),
-                                            w.tmp.data(), n, terms_squared);
+                                            s_c, w.tmp.data(), n);
   w.beta.noalias() = w.S * w.tmp;
   near_cut = cut.near_cut;
   return cut.dropped <= 1;
@@ -58,10 +58,10 @@ MatrixOutcome eigen_direct_matrix(const Real* R, const Real* G, Real* grad, int 
   const auto m = marginals_in(w.marginals.data(), n);
   if (!compute_marginals(R, G, n, m)) return fail_matrix(grad, n, SolveStatus::invalid_input);
   schur_matrix(system, R, m, n, w.S.data());
-  const Real terms_squared = schur_rhs(system, R, m, n, w.tmp.data(), w.b.data());
+  schur_rhs(system, R, m, n, w.tmp.data(), w.b.data());
   bool near_cut = false;
-  const bool solved = system == SchurSystem::corrected ? solve_corrected(w, n)
-                                                       : solve_plain(w, n, terms_squared, near_cut);
+  const bool solved =
+      system == SchurSystem::corrected ? solve_corrected(w, n) : solve_plain(w, m.s_c, n, near_cut);
   if (!solved) return fail_matrix(grad, n, SolveStatus::breakdown);
   schur_alpha(system, R, m, w.beta.data(), n, w.alpha.data());
   assemble_gradient(R, G, w.alpha.data(), w.beta.data(), n, grad);

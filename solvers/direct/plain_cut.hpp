@@ -46,11 +46,11 @@ SINKGRAD_HD Real near_cut_change_squared_n(const Real* V, int k, Real coefficien
 }
 
 // lambda[k * lambda_stride], k < n: the eigenvalues; V (n x n, row-major): the orthonormal
-// eigenvectors as columns; b: the right-hand side; terms_squared: the squared size of the terms
-// b is the difference of (schur_rhs). Writes coef (n).
+// eigenvectors as columns; b: the right-hand side, s_c - u (schur_rhs), and s_c its first term.
+// Writes coef (n).
 template <class Real>
 SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride, const Real* V,
-                                          const Real* b, Real* coef, int n, Real terms_squared) {
+                                          const Real* b, const Real* s_c, Real* coef, int n) {
   const Real eps = Epsilon<Real>::value;
   Real largest = 0;
   for (int k = 0; k < n; ++k) largest = max_of(largest, abs_of(lambda[k * lambda_stride]));
@@ -80,8 +80,9 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
   // The band's eigenpairs are measured after the loop, not inside it: on the GPU, where each
   // thread finds its band eigenvalue at another k, a branch inside the loop ran once per k for
   // the warp (direct(plain) n = 4 float32 1.08x slower with it). So is the stable size, which
-  // only a matrix with an eigenvalue in the band needs.
-  Real stable_squared = 0;
+  // only a matrix with an eigenvalue in the band needs, and the terms' size (u = s_c - b).
+  Real stable_squared = 0, terms_squared = 0;
+  for (int j = 0; j < n; ++j) terms_squared += s_c[j] * s_c[j] + (s_c[j] - b[j]) * (s_c[j] - b[j]);
   for (int k = 0; k < n; ++k)
     if (!in_band(abs_of(lambda[k * lambda_stride]))) stable_squared += coef[k] * coef[k];
   // n ambiguous^2 against n eps (stable^2 + terms^2), both sides squares of non-negative numbers.

@@ -95,19 +95,12 @@ SINKGRAD_HD MatrixOutcome fail_matrix(Real* grad, int n, SolveStatus status, int
 //                                                             α = diag(r)^-1 (s_r - R β)
 enum class SchurSystem { plain, corrected };
 
-// Returns the sum of the squares of the two terms b is the difference of (s_c and R^T t): the
-// size against which b's rounding is measured.
 template <class Real>
-SINKGRAD_HD Real schur_rhs(SchurSystem system, const Real* R, Marginals<Real> m, int n, Real* tmp,
+SINKGRAD_HD void schur_rhs(SchurSystem system, const Real* R, Marginals<Real> m, int n, Real* tmp,
                            Real* b) {
   for (int i = 0; i < n; ++i) tmp[i] = system == SchurSystem::plain ? m.s_r[i] : m.s_r[i] / m.r[i];
   multiply_transposed(R, tmp, b, n);
-  Real terms_squared = 0;
-  for (int j = 0; j < n; ++j) {
-    terms_squared += m.s_c[j] * m.s_c[j] + b[j] * b[j];
-    b[j] = m.s_c[j] - b[j];
-  }
-  return terms_squared;
+  for (int j = 0; j < n; ++j) b[j] = m.s_c[j] - b[j];
 }
 
 template <class Real>
