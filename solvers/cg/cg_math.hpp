@@ -33,26 +33,25 @@ SINKGRAD_HD Real dot(const Team& team, const CgVector<Team, P>& a, const CgVecto
   });
 }
 
-// Solves A x = b from x = 0 to ||r|| <= max(tolerance ||b||, sqrt(floor_squared)), the floor
-// being the residual below which b's own rounding dominates (0: none); A.apply(team, p, Ap).
-// history, when not null, receives ||r_k|| for k = 0 .. max_iterations (NaN after the last
-// iteration performed), written by the leader.
+// Solves A x = b - shift 1 from x = 0; A.apply(team, p, Ap). history, when not null, receives
+// ||r_k|| for k = 0 .. max_iterations (NaN after the last iteration performed), written by the
+// leader.
 template <class Real, class Team, int P, class Operator>
 SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A,
                                              const CgVector<Team, P>& b, CgVector<Team, P>& x,
                                              CgSettings<Real> settings, Real* history,
-                                             Real floor_squared = 0) {
+                                             Real shift = 0) {
   CgVector<Team, P> r, p, Ap;
   const bool record = history != nullptr && team.leader();
   if (record) fill(history, settings.max_iterations + 1, quiet_nan<Real>());
   team.each([&](Slot s) {
     for (int q = 0; q < P; ++q) {
       x.part[q][s] = 0;
-      r.part[q][s] = p.part[q][s] = b.part[q][s];
+      r.part[q][s] = p.part[q][s] = b.part[q][s] - shift;
     }
   });
   Real rr = dot<Real>(team, r, r);
-  const Real threshold = max_of(settings.tolerance * settings.tolerance * rr, floor_squared);
+  const Real threshold = settings.tolerance * settings.tolerance * rr;
   if (record) history[0] = sqrt_of(rr);
   if (rr <= threshold) return {SolveStatus::ok, 0};  // includes b = 0
   for (int it = 1; it <= settings.max_iterations; ++it) {

@@ -23,7 +23,7 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
     CgVector<Team, 1> b{}, beta{};
     team_schur_rhs<Real>(team, mats, false, m, b.part[0]);
     outcome = conjugate_gradient(team, PlainSchurOperator<Real, Matrices>{mats}, b, beta, settings,
-                                 history, schur_rhs_rounding_squared<Real>(team, m));
+                                 history);
     if (outcome.status == SolveStatus::breakdown)
       return team_fail<Real>(team, mats, outcome.status);
     typename Team::Vec alpha;

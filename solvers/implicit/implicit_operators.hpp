@@ -13,11 +13,10 @@ namespace sinkgrad::math {
 
 template <class Team>
 struct TeamMarginals {
-  typename Team::Vec r;     // row sums of R
-  typename Team::Vec c;     // column sums of R
-  typename Team::Vec s_r;   // row sums of R ⊙ G
-  typename Team::Vec s_c;   // column sums of R ⊙ G
-  typename Team::Vec mass;  // row sums of R ⊙ |G|: the size of the terms of s_r and s_c
+  typename Team::Vec r;    // row sums of R
+  typename Team::Vec c;    // column sums of R
+  typename Team::Vec s_r;  // row sums of R ⊙ G
+  typename Team::Vec s_c;  // column sums of R ⊙ G
 };
 
 // Checks R and G (finite, R >= 0, no zero row or column of R) and computes the marginals.
@@ -31,7 +30,7 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
     const auto& G = mats.G_row(s);
     const auto& Rc = mats.R_col(s);
     const auto& Gc = mats.G_col(s);
-    Real r = 0, sr = 0, c = 0, sc = 0, mass = 0;
+    Real r = 0, sr = 0, c = 0, sc = 0;
     SINKGRAD_UNROLL
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
@@ -40,7 +39,6 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
       if (!(is_finite(x) & is_finite(g) & (x >= Real(0)))) ok = false;
       r += x;
       sr += x * g;
-      mass += x * abs_of(g);
       c += Rc[j];
       sc += Rc[j] * Gc[j];
     }
@@ -48,7 +46,6 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
     m.s_r[s] = sr;
     m.c[s] = c;
     m.s_c[s] = sc;
-    m.mass[s] = mass;
     if (!(r > Real(0)) || !(c > Real(0))) ok = false;
   });
   return team.all(ok);
@@ -65,21 +62,6 @@ SINKGRAD_HD void team_schur_rhs(const Team& team, const Matrices& mats, bool cor
   team.each([&](Slot s) { t[s] = corrected ? m.s_r[s] / m.r[s] : m.s_r[s]; });
   const auto& all_t = team.share(t);
   team.each([&](Slot s) { b[s] = m.s_c[s] - dot_n<Team::cap>(mats.R_col(s), all_t, team.n()); });
-}
-
-// The residual that b's own rounding allows, squared: b = s_c - R^T t is the difference of sums
-// of products R_ij G_ij (and of those divided by r), so its error is up to about n eps times
-// their total size, sum R ⊙ |G| (r near 1). CG asked for tolerance ||b|| below that, where b is
-// far smaller than its terms (a constant G, whose exact b is 0; a 2 x 2 matrix whose G nearly
-// cancels), fitted the rounding: on a converged plain system it stepped into the null space
-// (breakdown, or not_converged with gradients of size 1 where the exact one is 0), and on the
-// corrected one it fitted b's rounded mean, which lies in S's null space (n = 2: one step left
-// 2.8e-12 ||b||, the next had curvature 1e-43, the third 0).
-template <class Real, class Team>
-SINKGRAD_HD Real schur_rhs_rounding_squared(const Team& team, const TeamMarginals<Team>& m) {
-  const Real floor =
-      Real(team.n()) * Epsilon<Real>::value * team.sum([&](Slot s) { return m.mass[s]; });
-  return floor * floor;
 }
 
 template <class Real, class Team, class Matrices>
