@@ -100,7 +100,7 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
     }
     ambiguous_squared_n = ambiguous_n * ambiguous_n;
   }
-  // Written so that NaN (a non-finite eigenvalue) counts as near the cut.
+  // Written so that a NaN in the measure counts as near the cut.
   cut.near_cut = !(ambiguous_squared_n <= Real(n) * eps * (stable_squared + terms_squared));
   return cut;
 }
