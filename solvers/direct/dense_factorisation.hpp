@@ -165,20 +165,24 @@ SINKGRAD_HD bool jacobi_eigen(Real* A, Real* V, int n) {
         const Real t = (theta >= Real(0) ? Real(1) : Real(-1)) / (abs_theta + root);
         const Real c = Real(1) / sqrt_of(Real(1) + t * t);
         const Real s = t * c;
-        for (int k = 0; k < n; ++k) {  // columns p, q of A and V
+        // A <- J^T A J on its rows and columns p, q: the 2 x 2 block in closed form (a_pp - t
+        // a_pq, a_qq + t a_pq, a_pq = 0), the other entries of the two rows once, mirrored into
+        // the columns (A is symmetric). At n = 4: 10 products and 18 accesses to A (shared
+        // memory in the GPU kernel) per rotation, against 32 and 32 for J on both sides in full.
+        A[p * n + p] -= t * apq;
+        A[q * n + q] += t * apq;
+        A[p * n + q] = A[q * n + p] = Real(0);
+        for (int k = 0; k < n; ++k) {
+          if (k == p || k == q) continue;
           const Real akp = A[k * n + p], akq = A[k * n + q];
-          A[k * n + p] = c * akp - s * akq;
-          A[k * n + q] = s * akp + c * akq;
+          A[k * n + p] = A[p * n + k] = c * akp - s * akq;
+          A[k * n + q] = A[q * n + k] = s * akp + c * akq;
+        }
+        for (int k = 0; k < n; ++k) {  // columns p, q of V
           const Real vkp = V[k * n + p], vkq = V[k * n + q];
           V[k * n + p] = c * vkp - s * vkq;
           V[k * n + q] = s * vkp + c * vkq;
         }
-        for (int k = 0; k < n; ++k) {  // rows p, q of A
-          const Real apk = A[p * n + k], aqk = A[q * n + k];
-          A[p * n + k] = c * apk - s * aqk;
-          A[q * n + k] = s * apk + c * aqk;
-        }
-        A[p * n + q] = A[q * n + p] = Real(0);
       }
   }
   for (int k = 0; k < n; ++k) A[k * n + k] *= scale;
