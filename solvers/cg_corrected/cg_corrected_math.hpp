@@ -14,8 +14,8 @@ template <class Real, class Team, class Matrices>
 SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& mats,
                                               CgSettings<Real> settings, Real* history) {
   TeamMarginals<Team> m;
-  // A failing lane poisons its r, which makes every b_j NaN (each sums over all rows).
-  if (!lane_marginals<Real>(team, mats, m)) team.each([&](Slot s) { m.r[s] = quiet_nan<Real>(); });
+  if (!team_marginals<Real>(team, mats, m))
+    return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   CgVector<Team, 1> b{}, beta{};
   team_schur_rhs<Real>(team, mats, true, m, b.part[0]);
   // 1^T b = 0 exactly (sum s_c = sum s_r), so b's rounded mean lies in S's null space, where CG
@@ -24,16 +24,7 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   // 2.8e-12 ||b||, the next had curvature 1e-43, the third 0, a breakdown). CG starts from b
   // with its mean removed, subtracted where CG copies b (its shift): a pass of its own over b
   // took 6% longer on the CPU at n = 4 float64 (6.05 against 5.69 ms, B = 65536, 4 runs each).
-  // The mean's sum carries the input check, so that the team waits for one reduction, not two:
-  // the sum and a vote in turn made n = 16 float32 1.09x slower on an H100. The vote on the
-  // poison (a passing lane's r is positive) runs only where the sum is not finite.
-  const Real sum = team.sum([&](Slot s) { return b.part[0][s]; });
-  if (!is_finite(sum)) {
-    bool passed = true;
-    team.each([&](Slot s) { passed = passed && m.r[s] == m.r[s]; });
-    if (!team.all(passed)) return team_fail<Real>(team, mats, SolveStatus::invalid_input);
-  }
-  const Real mean = sum * (Real(1) / Real(team.n()));
+  const Real mean = team.sum([&](Slot s) { return b.part[0][s]; }) * (Real(1) / Real(team.n()));
   const CorrectedSchurOperator<Real, Team, Matrices> schur(team, mats, m);
   const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history, mean);
   if (outcome.status == SolveStatus::breakdown) return team_fail<Real>(team, mats, outcome.status);

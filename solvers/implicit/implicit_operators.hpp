@@ -19,11 +19,10 @@ struct TeamMarginals {
   typename Team::Vec s_c;  // column sums of R ⊙ G
 };
 
-// Computes the marginals and checks this lane's rows and columns of R and G (finite, R >= 0,
-// no zero row or column of R): whether they pass. team_marginals takes the team's vote; a caller
-// that reduces anyway can fold the vote into its sum instead (cg_corrected_math.hpp).
+// Checks R and G (finite, R >= 0, no zero row or column of R) and computes the marginals.
+// Returns false (on every lane) for invalid input.
 template <class Real, class Team, class Matrices>
-SINKGRAD_HD bool lane_marginals(const Team& team, const Matrices& mats, TeamMarginals<Team>& m) {
+SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarginals<Team>& m) {
   const int n = team.n();
   bool ok = true;
   team.each([&](Slot s) {
@@ -49,13 +48,7 @@ SINKGRAD_HD bool lane_marginals(const Team& team, const Matrices& mats, TeamMarg
     m.s_c[s] = sc;
     if (!(r > Real(0)) || !(c > Real(0))) ok = false;
   });
-  return ok;
-}
-
-// The marginals, and whether R and G pass lane_marginals' checks (on every lane).
-template <class Real, class Team, class Matrices>
-SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarginals<Team>& m) {
-  return team.all(lane_marginals<Real>(team, mats, m));
+  return team.all(ok);
 }
 
 // Right-hand side and back-substitution of the two Schur-complement systems for β.
