@@ -69,5 +69,64 @@ TEST(DenseFactorisation, RcondEqualsEigen) {
   }
 }
 
+// jacobi_eigen (the GPU's plain direct) against its definition, A = V diag(lambda) V^T with
+// V^T V = I to a few n eps, and against Eigen's eigenvalues of the same rounded matrix in
+// double (Weyl: a backward-stable result moves them by at most its backward error): random,
+// nearly diagonal, nearly repeated (I - 1 1^T / n plus noise, the plain Schur matrix at
+// convergence), diagonal with equal entries, and zero matrices.
+template <class Real>
+void check_jacobi(int n, int kind, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal;
+  std::vector<Real> A(static_cast<std::size_t>(n) * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) {
+      double v = normal(rng);
+      if (kind == 1) v = i == j ? v : 1e-6 * v;
+      if (kind == 2) v = (i == j ? 1.0 : 0.0) - 1.0 / n + 1e-7 * v;
+      if (kind == 3) v = i == j ? 0.5 : 0.0;
+      if (kind == 4) v = 0;
+      A[i * n + j] = A[j * n + i] = static_cast<Real>(v);
+    }
+  Eigen::MatrixXd reference(n, n);
+  double size = 0;
+  for (int k = 0; k < n * n; ++k) {
+    reference(k / n, k % n) = A[k];
+    size = std::max(size, std::abs(double(A[k])));
+  }
+  std::vector<Real> lambda = A, V(A.size());
+  ASSERT_TRUE(math::jacobi_eigen(lambda.data(), V.data(), n));
+  const double bound = 4.0 * n * std::numeric_limits<Real>::epsilon();
+  double residual = 0, orthogonality = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double product = 0, gram = 0;
+      for (int k = 0; k < n; ++k) {
+        product += double(V[i * n + k]) * lambda[k * n + k] * V[j * n + k];
+        gram += double(V[k * n + i]) * V[k * n + j];
+      }
+      residual = std::max(residual, std::abs(product - double(A[i * n + j])));
+      orthogonality = std::max(orthogonality, std::abs(gram - (i == j ? 1.0 : 0.0)));
+    }
+  EXPECT_LE(residual, bound * size) << "A = V diag(lambda) V^T";
+  EXPECT_LE(orthogonality, bound) << "V^T V = I";
+  std::vector<double> ours(static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k) ours[k] = lambda[k * n + k];
+  std::sort(ours.begin(), ours.end());
+  const Eigen::VectorXd theirs =
+      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(reference).eigenvalues();
+  for (int k = 0; k < n; ++k) EXPECT_NEAR(ours[k], theirs(k), bound * std::max(size, 1e-300));
+}
+
+TEST(DenseFactorisation, JacobiEigenSatisfiesItsDefinition) {
+  auto rng = make_rng(6);
+  for (int n : {1, 2, 3, 4, 5, 8, 16, 33, 64})
+    for (int kind = 0; kind < 5; ++kind)
+      for (int repeat = 0; repeat < 10; ++repeat) {
+        SCOPED_TRACE("n = " + std::to_string(n) + ", kind = " + std::to_string(kind));
+        check_jacobi<float>(n, kind, rng);
+        check_jacobi<double>(n, kind, rng);
+      }
+}
+
 }  // namespace
 }  // namespace sinkgrad::testing
