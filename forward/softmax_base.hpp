@@ -8,6 +8,17 @@
 
 namespace sinkgrad::math {
 
+// The largest of row[k], k < n; finite cleared where an entry is not finite.
+template <class Real, class Row>
+SINKGRAD_HD Real row_maximum(const Row& row, int n, bool& finite) {
+  Real top = row[0];
+  for (int k = 0; k < n; ++k) {
+    if (!is_finite(row[k])) finite = false;
+    top = max_of(top, row[k]);
+  }
+  return top;
+}
+
 // lse[s] = logsumexp of row s of M (column s of the team's matrix, M^T); whether M is finite.
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD bool softmax_row_lse(const Team& team, const Matrices& mats, typename Team::Vec& lse) {
@@ -15,11 +26,7 @@ SINKGRAD_HD bool softmax_row_lse(const Team& team, const Matrices& mats, typenam
   bool finite = true;
   team.each([&](Slot s) {
     const auto& col = mats.M_col(s);
-    Real top = col[0];
-    for (int k = 0; k < n; ++k) {
-      if (!is_finite(col[k])) finite = false;
-      top = max_of(top, col[k]);
-    }
+    const Real top = row_maximum<Real>(col, n, finite);
     Real sum = 0;
     for (int k = 0; k < n; ++k) sum += exp_of(col[k] - top);
     lse[s] = top + log_of(sum);
@@ -43,13 +50,7 @@ SINKGRAD_HD bool softmax_base_one_lane(const Team& team, const Matrices& mats,
   bool all_finite = true, accepted = true;
   team.each([&](Slot s) {
     const auto& row_of_M = mats.M_col(s);  // row s of M, column s of the team's matrix
-    Real top = row_of_M[0];
-    SINKGRAD_UNROLL
-    for (int k = 0; k < Team::cap; ++k) {
-      if (k >= n) break;
-      if (!is_finite(row_of_M[k])) all_finite = false;
-      top = max_of(top, row_of_M[k]);
-    }
+    const Real top = row_maximum<Real>(row_of_M, n, all_finite);
     Real sum = 0;
     SINKGRAD_UNROLL
     for (int k = 0; k < Team::cap; ++k) {
