@@ -48,16 +48,18 @@ SINKGRAD_HD bool team_step_has_columns(const ConventionForward<Real>& c, int t) 
 }
 
 // The linear domain's set-up of convention c: P (and Pt) and c_b, the first column step's eps
-// term; the softmax base's normalisers go to team.storage() (as log_base's, for the reverse).
-// Returns whether the linear domain takes the matrix (finite: whether M is all finite).
+// term; with keep_normalisers, the softmax base's normalisers go to team.storage() (as
+// log_base's, for the reverse; the forward does not keep them, and a lane that forms P from
+// its rows then takes no logarithm). Returns whether the linear domain takes the matrix
+// (finite: whether M is all finite).
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool convention_linear_rows(const Team& team, const Matrices& mats,
                                         const ConventionForward<Real>& c, bool& finite, Rows& P,
-                                        Rows& Pt, typename Team::Vec& c_b) {
+                                        Rows& Pt, typename Team::Vec& c_b, bool keep_normalisers) {
   const bool eps_in_range = c.log_eps <= linear_domain_log_eps_cap<Real>();
   if (c.softmax_base) {
     const bool linear = softmax_base_rows<Real>(team, mats, c, finite, P, Pt, c_b);
-    team.store(team.storage(), c_b);
+    if (keep_normalisers) team.store(team.storage(), c_b);
     team.each([&](Slot s) { c_b[s] = c.eps; });
     return linear && eps_in_range;
   }
@@ -71,13 +73,18 @@ SINKGRAD_HD bool convention_linear_rows(const Team& team, const Matrices& mats,
   return team.all(in_range) && linear && eps_in_range;
 }
 
-// The log domain of convention c reads only the logits' tiles (its loops index no register rows,
-// which keeps them small): log B at the team's (s, j), from M and the softmax's normalisers.
-template <class Real, class Team, class Matrices, class AllLse>
+// The log domain of convention c reads only the logits' tiles and team storage (its loops index
+// no register rows or vectors, which keeps them small): log B at the team's (s, j), from M and
+// the softmax's normalisers. c by value and the normalisers read where they are stored: an
+// array indexed at run time would be put in local memory, and with it whatever it refers to
+// (the kernel's parameters, which the linear domain's loop then read from there: the float32
+// n = 32 forward had 128 registers and a 488-byte stack frame, now 96 registers, and ran 13%
+// slower with eps on an H100).
+template <class Real, class Team, class Matrices>
 struct LogBase {
-  const ConventionForward<Real>& c;
+  ConventionForward<Real> c;
   const Matrices& mats;
-  AllLse all_lse;  // logsumexp of M's rows (the team's columns), from team storage
+  const Real* all_lse;  // logsumexp of M's rows (the team's columns), in team storage
   const typename Team::Vec& lse;
   SINKGRAD_HD Real row(Slot s, int j) const {
     const Real m = mats.M_row(s)[j];
@@ -99,8 +106,7 @@ SINKGRAD_HD auto log_base(const Team& team, const Matrices& mats, const Conventi
     team.store(team.storage(), lse);
   }
   team.sync();
-  const auto all_lse = team.load(team.storage());  // unused for B = exp(M)
-  return LogBase<Real, Team, Matrices, std::decay_t<decltype(all_lse)>>{c, mats, all_lse, lse};
+  return LogBase<Real, Team, Matrices>{c, mats, team.storage(), lse};  // all_lse unused for exp(M)
 }
 
 // -logsumexp_k(value(k) + x[k]) over k < n (a loop, not unrolled).
@@ -201,7 +207,7 @@ SINKGRAD_HD ForwardOutcome<Real> convention_forward_team(const Team& team, const
   const ColumnsOf<Team, decltype(P)> columns{P, Pt};
   Vec a, b, c_a, c_b;  // c_a = eps / a, c_b = eps / b: the eps terms of the scaled denominators
   bool finite = true;
-  const bool linear = convention_linear_rows<Real>(team, mats, c, finite, P, Pt, c_b);
+  const bool linear = convention_linear_rows<Real>(team, mats, c, finite, P, Pt, c_b, false);
   if (!finite) return forward_fail<Real>(team, mats);
   if (linear) {
     team.each([&](Slot s) {
