@@ -250,6 +250,7 @@ struct CpuMatrices {
   StridedView<const Real> G_row(Slot s) const { return line(G, s.i); }
   StridedView<const Real> G_col(Slot s) const { return cross(G, s.i); }
   StridedView<Real> grad_row(Slot s) const { return line(grad, s.i); }
+  StridedView<Real> grad_col(Slot s) const { return cross(grad, s.i); }
 };
 
 // The CPU's view of one problem of the solvers that read the logits: M in place of R.

@@ -64,6 +64,7 @@ struct TileMatrices {
   __device__ math::StridedView<Real> G_row(math::Slot s) const { return G_tile.row(s.i); }
   __device__ math::StridedView<Real> G_col(math::Slot s) const { return G_tile.col(s.i); }
   __device__ math::StridedView<Real> grad_row(math::Slot s) const { return G_tile.row(s.i); }
+  __device__ math::StridedView<Real> grad_col(math::Slot s) const { return G_tile.col(s.i); }
 };
 
 template <class Real, class Shape>
@@ -76,6 +77,7 @@ struct TileMatrices<Real, Shape, true> {
   __device__ math::StridedView<Real> G_row(math::Slot s) const { return G_tile.row(s.i); }
   __device__ math::StridedView<Real> G_col(math::Slot s) const { return G_tile.col(s.i); }
   __device__ math::StridedView<Real> grad_row(math::Slot s) const { return G_tile.row(s.i); }
+  __device__ math::StridedView<Real> grad_col(math::Slot s) const { return G_tile.col(s.i); }
 };
 
 namespace detail {

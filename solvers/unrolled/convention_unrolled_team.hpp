@@ -145,12 +145,14 @@ SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, R
       if (!times_S) x[j] *= S[s][j];
     }
   });
-  auto dot = team.template line<0>();
-  SINKGRAD_UNROLL
-  for (int j = 0; j < Team::cap; ++j) {
-    if (j >= n) break;
-    dot[j] = team.sum([&](Slot s) { return mats.grad_row(s)[j]; });
-  }
+  // dot_j = sum_s x_sj: each lane sums the columns it owns in the canonical order
+  // (math/team.hpp) and shares them; n team sums cost a GPU team n butterflies of shuffles.
+  typename Team::Vec column_sum;
+  team.sync();
+  team.each([&](Slot s) {
+    column_sum[s] = canonical_sum<Real>(n, [&](int i) { return mats.grad_col(s)[i]; });
+  });
+  const auto& dot = team.share(column_sum);
   bool finite = true;
   team.each([&](Slot s) {
     const auto& x = mats.grad_row(s);
