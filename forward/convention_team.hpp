@@ -207,7 +207,8 @@ SINKGRAD_HD ForwardOutcome<Real> convention_forward_team(const Team& team, const
   const ColumnsOf<Team, decltype(P)> columns{P, Pt};
   Vec a, b, c_a, c_b;  // c_a = eps / a, c_b = eps / b: the eps terms of the scaled denominators
   bool finite = true;
-  const bool linear = convention_linear_rows<Real>(team, mats, c, finite, P, Pt, c_b, false);
+  const bool linear = convention_linear_rows<Real>(team, mats, c, finite, P, Pt, c_b,
+                                                   /*keep_normalisers=*/false);
   if (!finite) return forward_fail<Real>(team, mats);
   if (linear) {
     team.each([&](Slot s) {

@@ -184,7 +184,8 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
   Vec lse;  // the softmax's row normalisers (column s of the team's matrix)
   bool finite = true;
   Vec c_b0{};
-  if (convention_linear_rows<Real>(team, mats, c, finite, P, Pt, c_b0, true)) {
+  if (convention_linear_rows<Real>(team, mats, c, finite, P, Pt, c_b0,
+                                   /*keep_normalisers=*/true)) {
     ConventionLinearReplay<Real, Team, Matrices, Rows> replay{
         {team, mats, P, {P, Pt}, adjoint, {}, {}}, c, c_b0};
     replay_in_reverse<Real>(team, T, L, replay);
