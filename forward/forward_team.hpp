@@ -78,17 +78,13 @@ SINKGRAD_HD void copy_columns_of_rows(const Team& team, const Rows& P, Rows& Pt)
   }
 }
 
-// P[s][j] = finish(exp(M_sj - shift_j)) for the lane's rows of the team's matrix M and, where
-// the team computes them (computes_columns), its columns Pt[s][j] = finish(exp(M_js - shift_s));
-// otherwise copied out of the rows. shift: one value per column (the column maxima, or the
-// softmax's row normalisers of softmax_base.hpp). Returns whether accept(P[s][j]) held for every
-// entry on this lane.
-template <class Real, class Team, class Matrices, class Rows, class Finish, class Accept>
-SINKGRAD_HD bool shifted_exponentials(const Team& team, const Matrices& mats,
-                                      const typename Team::Vec& shift, Rows& P, Rows& Pt,
-                                      Finish&& finish, Accept&& accept) {
+// P[s][j] = exp(M_sj - shift_j) for the lane's rows of the team's matrix M and, where the team
+// computes them (computes_columns), its columns Pt[s][j] = exp(M_js - shift_s); otherwise copied
+// out of the rows. shift: one value per column (the column maxima).
+template <class Real, class Team, class Matrices, class Rows>
+SINKGRAD_HD void shifted_exponentials(const Team& team, const Matrices& mats,
+                                      const typename Team::Vec& shift, Rows& P, Rows& Pt) {
   const int n = team.n();
-  bool accepted = true;
   const auto& all_shift = team.share(shift);
   team.each([&](Slot s) {
     const auto& row = mats.M_row(s);
@@ -96,13 +92,11 @@ SINKGRAD_HD bool shifted_exponentials(const Team& team, const Matrices& mats,
     SINKGRAD_UNROLL
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
-      P[s][j] = finish(exp_of(row[j] - all_shift[j]));
-      if (!accept(P[s][j])) accepted = false;
-      if constexpr (computes_columns<Team>) Pt[s][j] = finish(exp_of(col[j] - shift[s]));
+      P[s][j] = exp_of(row[j] - all_shift[j]);
+      if constexpr (computes_columns<Team>) Pt[s][j] = exp_of(col[j] - shift[s]);
     }
   });
   copy_columns_of_rows(team, P, Pt);
-  return accepted;
 }
 
 // The linear-domain set-up shared by the forward and the unrolled replay: whether every entry of
@@ -145,8 +139,7 @@ SINKGRAD_HD bool linear_domain_rows(const Team& team, const Matrices& mats, bool
     return false;
   }
   finite = true;
-  shifted_exponentials<Real>(
-      team, mats, top, P, Pt, [](Real x) { return x; }, [](Real) { return true; });
+  shifted_exponentials<Real>(team, mats, top, P, Pt);
   return true;
 }
 

@@ -40,63 +40,82 @@ SINKGRAD_HD Real log_plus_eps(const ConventionForward<Real>& c, Real log_s) {
   return c.eps == Real(0) ? log_s : log_add_exp(log_s, c.log_eps);
 }
 
-// The one-lane form of softmax_base_rows below.
-template <class Real, class Team, class Matrices, class Rows>
-SINKGRAD_HD bool softmax_base_one_lane(const Team& team, const Matrices& mats,
-                                       const ConventionForward<Real>& c, bool& finite, Rows& P,
-                                       Rows& Pt, typename Team::Vec& lse) {
-  const int n = team.n();
-  const Real floor = exp_of(linear_domain_log_floor<Real>());
-  bool all_finite = true, accepted = true;
-  team.each([&](Slot s) {
-    const auto& row_of_M = mats.M_col(s);  // row s of M, column s of the team's matrix
-    const Real top = row_maximum<Real>(row_of_M, n, all_finite);
-    Real sum = 0;
-    SINKGRAD_UNROLL
-    for (int k = 0; k < Team::cap; ++k) {
-      if (k >= n) break;
-      const Real e = exp_of(row_of_M[k] - top);
-      sum += e;
-      P[Slot{k, k}][s.k] = e;  // P_ks: the lane's slot k is row k
-    }
-    lse[s] = top + log_of(sum);
-    const Real inverse = Real(1) / sum;
-    SINKGRAD_UNROLL
-    for (int k = 0; k < Team::cap; ++k) {
-      if (k >= n) break;
-      Real& p = P[Slot{k, k}][s.k];
-      p = fma_of(p, inverse, c.eps);
-      if (!(p >= floor)) accepted = false;
-    }
-  });
-  finite = team.all(all_finite);
-  if (!finite) return false;
-  copy_columns_of_rows(team, P, Pt);
-  return team.all(accepted);
-}
-
 // Linear-domain set-up of the softmax base: P = S^T + eps (P[s] and, unless read out of the
 // rows, Pt[s] = column s of P), lse[s] = logsumexp of row s of M (column s of M^T). Returns
 // whether every entry of P is at least the linear domain's floor (and M finite: finite).
 //
-// A team of one lane holds every row of P: it forms each e = exp(M_sk - max_k M_sk) once, for
-// the sum and, scaled by 1 / sum in place, for P (n^2 exponentials instead of 2 n^2; S's
-// relative error no longer grows with |lse|). Teams of several lanes own columns, not rows, and
-// form P's rows from lse.
+// Each row of S is formed by the lane that owns it, column s of P: e = exp(M_sk - max_k M_sk)
+// once, for the sum and, times 1 / sum plus eps, for P (S's relative error does not grow with
+// |lse|). A one-lane team owns every column and reads (or copies) P's rows out of them. A lane
+// of several takes its rows of P from the shared maxima and reciprocals: exp of the same
+// differences, so P and its columns are the same bits, from 2 n exponentials per lane.
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
                                    const ConventionForward<Real>& c, bool& finite, Rows& P,
                                    Rows& Pt, typename Team::Vec& lse) {
+  const int n = team.n();
+  typename Team::Vec top, inverse;
+  const auto column_of_P = [&](Slot s, int k) -> Real& {
+    if constexpr (Team::one_lane)
+      return P[Slot{k, k}][s.k];  // the lane's slot k is row k
+    else
+      return Pt[s][k];
+  };
+  bool all_finite = true;
+  team.each([&](Slot s) {
+    const auto& row_of_M = mats.M_col(s);  // row s of M, column s of the team's matrix
+    top[s] = row_maximum<Real>(row_of_M, n, all_finite);
+    Real sum = 0;
+    SINKGRAD_UNROLL
+    for (int k = 0; k < Team::cap; ++k) {
+      if (k >= n) break;
+      const Real e = exp_of(row_of_M[k] - top[s]);
+      sum += e;
+      column_of_P(s, k) = e;
+    }
+    lse[s] = top[s] + log_of(sum);
+    inverse[s] = Real(1) / sum;
+    SINKGRAD_UNROLL
+    for (int k = 0; k < Team::cap; ++k) {
+      if (k >= n) break;
+      Real& p = column_of_P(s, k);
+      p = fma_of(p, inverse[s], c.eps);
+    }
+  });
+  finite = team.all(all_finite);
+  if (!finite) return false;
   if constexpr (Team::one_lane) {
-    return softmax_base_one_lane<Real>(team, mats, c, finite, P, Pt, lse);
-  } else {
-    finite = softmax_row_lse<Real>(team, mats, lse);
-    if (!finite) return false;
-    const bool ok = shifted_exponentials<Real>(
-        team, mats, lse, P, Pt, [&](Real x) { return x + c.eps; },
-        [](Real p) { return p >= exp_of(linear_domain_log_floor<Real>()); });
-    return team.all(ok);
+    copy_columns_of_rows(team, P, Pt);
+  } else {  // the maxima's registers are free before the reciprocals are shared
+    const auto& all_top = team.share(top);
+    team.each([&](Slot s) {
+      const auto& row_of_A = mats.M_row(s);  // row s of the team's matrix
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        P[s][j] = exp_of(row_of_A[j] - all_top[j]);
+      }
+    });
+    const auto& all_inverse = team.share(inverse);
+    team.each([&](Slot s) {
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        P[s][j] = fma_of(P[s][j], all_inverse[j], c.eps);
+      }
+    });
   }
+  const Real floor = exp_of(linear_domain_log_floor<Real>());
+  if (c.eps >= floor) return true;  // P >= eps
+  bool accepted = true;
+  team.each([&](Slot s) {
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      if (!(P[s][j] >= floor)) accepted = false;
+    }
+  });
+  return team.all(accepted);
 }
 
 }  // namespace sinkgrad::math

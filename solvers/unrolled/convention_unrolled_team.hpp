@@ -125,24 +125,44 @@ struct ConventionLogReplay {
   }
 };
 
-// The softmax's reverse, in place in the gradient's rows, which hold S̄^T (or, times_S,
-// S^T ⊙ S̄^T): dM_js = S_js S̄_js - S_js sum_k S̄_jk S_jk, a row of S being a column of the
-// team's; the rows' normalisers are in team.storage() (convention_linear_rows, log_base).
-// S^T is formed once, into the rows S (free after either replay): one exponential per entry.
+// The softmax's reverse, in place in the gradient's rows, which hold S̄^T (from_P) or
+// S^T ⊙ S̄^T: dM_js = S_js S̄_js - S_js sum_k S̄_jk S_jk, a row of S being a column of the
+// team's. S^T goes into the rows S. from_P: they hold the linear domain's P = S^T + eps, and
+// S = P - eps wherever P >= 2 eps (then S >= eps, and P's rounding and the subtraction's make
+// at most 3 units in the last place of S; with eps = 0, S = P); below, and for the log domain,
+// S = exp(M - lse) from the rows' normalisers in team.storage() (convention_linear_rows,
+// log_base): with normal logits no exponential is taken in the linear domain.
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, Rows& S, int T,
-                                       bool times_S) {
+                                       const ConventionForward<Real>& c, bool from_P) {
   const int n = team.n();
   team.sync();
-  const auto all_lse = team.load(team.storage());
+  const Real* all_lse = team.storage();
   team.each([&](Slot s) {
     const auto& M = mats.M_row(s);
-    const auto& x = mats.grad_row(s);
-    SINKGRAD_UNROLL
-    for (int j = 0; j < Team::cap; ++j) {
-      if (j >= n) break;
-      S[s][j] = exp_of(M[j] - all_lse[j]);
-      if (!times_S) x[j] *= S[s][j];
+    bool below_eps = !from_P;
+    if (from_P) {
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        S[s][j] -= c.eps;
+        if (S[s][j] < c.eps) below_eps = true;
+      }
+    }
+    if (below_eps) {
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        if (!from_P || S[s][j] < c.eps) S[s][j] = exp_of(M[j] - all_lse[j]);
+      }
+    }
+    if (from_P) {
+      const auto& x = mats.grad_row(s);
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        x[j] *= S[s][j];
+      }
     }
   });
   // dot_j = sum_s x_sj: each lane sums the columns it owns in the canonical order
@@ -193,7 +213,7 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
       if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return P[s][j] * adjoint[s][j]; }))
         return {SolveStatus::ok, T};
     } else if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return adjoint[s][j]; })) {
-      return softmax_back<Real>(team, mats, Pt, T, /*times_S=*/false);  // S̄^T = P̄
+      return softmax_back<Real>(team, mats, P, T, c, /*from_P=*/true);  // S̄^T = P̄
     }
   } else if (!finite) {
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
@@ -207,7 +227,7 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
         const auto& W = mats.grad_row(s);
         for (int j = 0; j < n; ++j) W[j] *= -expm1_of(c.log_eps - base.row(s, j));
       });
-    return softmax_back<Real>(team, mats, Pt, T, /*times_S=*/true);
+    return softmax_back<Real>(team, mats, Pt, T, c, /*from_P=*/false);
   }
   if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return mats.grad_row(s)[j]; }))
     return {SolveStatus::ok, T};

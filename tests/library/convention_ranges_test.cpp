@@ -101,5 +101,50 @@ TEST(ConventionRanges, Float32ForwardAndUnrolledMatchTheFormulas) {
   }
 }
 
+// TileKernels' unrolled takes S from P = S + eps where S >= eps and from exp(M - lse) below
+// (softmax_back in solvers/unrolled/convention_unrolled_team.hpp). Each entry of the gradient,
+// dM_js = S_js D_js, keeps its relative accuracy where S_js is far below eps: S from P - eps
+// would keep only ulp(eps) / S_js of it (1e-2 at S_js = 1e-8, eps = 1e-3, float32).
+TEST(ConventionRanges, Float32SoftmaxGradientEntriesBelowEpsKeepTheirDigits) {
+  auto rng = make_rng(2100);
+  const int n = 8;
+  const int T = 20;
+  const double eps = 1e-3;
+  const auto M = normal_batch<float>(rng, 16, n, 6.0f);  // rows of S from 1 down to 1e-15
+  const auto G = normal_batch<float>(rng, 16, n, 1.0f);
+  const auto spec = make_forward_spec("tilekernels", eps);
+  HostBatch<float> R(M.batch(), n);
+  sinkhorn_forward<float>(M.view(), T, R.view(), nullptr, Device::cpu, spec);
+  const auto solver = SolverConfig{"unrolled", {}}.create();
+  const auto sol = solve(*solver, M, R, G, T, false, spec);
+  const int nn = n * n;
+  int below_eps = 0;
+  for (index_t b = 0; b < M.batch(); ++b) {
+    ASSERT_EQ(sol.status[b], SolveStatus::ok);
+    std::vector<double> m(nn), g(nn), S(nn);
+    for (int k = 0; k < nn; ++k) {
+      m[k] = M.data()[b * nn + k];
+      g[k] = G.data()[b * nn + k];
+    }
+    for (int j = 0; j < n; ++j) {  // S = softmax of M's rows
+      double top = m[j * n];
+      for (int s = 0; s < n; ++s) top = std::max(top, m[j * n + s]);
+      double sum = 0;
+      for (int s = 0; s < n; ++s) sum += std::exp(m[j * n + s] - top);
+      for (int s = 0; s < n; ++s) S[j * n + s] = std::exp(m[j * n + s] - top) / sum;
+    }
+    const Square ref = convention_unrolled_reference(widen(m.data(), n), widen(g.data(), n), n, T,
+                                                     "tilekernels", eps);
+    double D = 0;  // the largest |dM_js / S_js|
+    for (int k = 0; k < nn; ++k) D = std::max(D, std::fabs(static_cast<double>(ref[k])) / S[k]);
+    for (int k = 0; k < nn; ++k) {
+      ASSERT_NEAR(sol.grad.data()[b * nn + k], static_cast<double>(ref[k]), 2e-4 * S[k] * D)
+          << "matrix " << b << " entry " << k << " S " << S[k];
+      if (S[k] < 1e-7) ++below_eps;
+    }
+  }
+  EXPECT_GT(below_eps, 50);  // the entries the test is about are there
+}
+
 }  // namespace
 }  // namespace sinkgrad::testing
