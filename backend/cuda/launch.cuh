@@ -73,8 +73,19 @@ namespace detail {
 // its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
 // it when status is not null. Each team gets storage_reals (a multiple of 4) of scratch,
 // team.storage(). orientation: the tiles hold the matrices as stored or transposed.
+// The blocks of a body's team_kernel that must fit on a multiprocessor at once (the second
+// argument of __launch_bounds__): Body::min_blocks_per_sm where the body has one, else 0, which
+// leaves ptxas its own choice (it gives no .minnctapersm).
+template <class Body>
+constexpr int team_min_blocks() {
+  if constexpr (requires { Body::min_blocks_per_sm; })
+    return Body::min_blocks_per_sm;
+  else
+    return 0;
+}
+
 template <class Real, class Shape, TileOrientation orientation, class Body>
-__global__ void __launch_bounds__(team_block_threads)
+__global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                 std::int32_t* iterations, index_t batch, int n, int storage_reals, bool staged,
                 Body body) {
