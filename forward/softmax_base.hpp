@@ -74,7 +74,7 @@ SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
       column_of_P(s, k) = e;
     }
     lse[s] = top[s] + log_of(sum);
-    inverse[s] = Real(1) / sum;
+    inverse[s] = reciprocal_in_range(sum);  // sum in [1, n]
     SINKGRAD_UNROLL
     for (int k = 0; k < Team::cap; ++k) {
       if (k >= n) break;
