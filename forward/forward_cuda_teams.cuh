@@ -2,6 +2,8 @@
 // The definitions behind forward/forward_cuda_teams.hpp: the forward's team body over the
 // tiles of backend/cuda/launch.cuh. Included only by the forward_cuda_teams_*.cu units.
 
+#include <type_traits>
+
 #include "backend/cuda/launch.cuh"
 #include "forward/convention_team.hpp"
 #include "forward/forward_cuda_teams.hpp"
@@ -23,6 +25,14 @@ struct ForwardTileMatrices {
 
 template <class Real, class Shape, class TeamForward>
 struct ForwardTeam {
+  // A convention's float64 kernel for n <= 4 and 9..16, left to itself, takes 64 registers and
+  // spills 72 bytes (n = 4), or 166 registers, three blocks a multiprocessor (n = 16); a
+  // minimum of four blocks gives it 118 registers and no spill, or 128 (ptxas -v).
+  static constexpr int min_blocks_per_sm =
+      !std::is_same_v<TeamForward, math::SeedsTeamForward<Real>> && sizeof(Real) == 8 &&
+              (Shape::cap == 4 || Shape::cap == 16)
+          ? 4
+          : 0;
   int iterations;
   Real* column_violation;
   unsigned long long* invalid_count;
