@@ -44,9 +44,8 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
 
   // Tilekernels' step 1 has no column half. The replay starts it from a = 0 and c_b = 1
   // instead, which makes that half give b = 1 / (1 + P^T 0) = 1 and c_b = eps exactly, the
-  // values it would have kept; so the replay runs every step as the same code, without a test
-  // (the shares of every step alternate the team's exchange buffers alike). Its reverse adds
-  // nothing to P̄ (P̄ += a_0 z̄^T = 0) and ā_0 is not used: back() leaves it out.
+  // values it would have kept; in the reverse a_0 = 0 then takes the adjoint of that half out of
+  // P̄ (P̄ += a_0 z̄^T), and ā_0 is not used. So every step is the same code, without a test.
   SINKGRAD_HD void start(Vec& a, Vec& b) {
     team.each([&](Slot s) {
       a[s] = c.softmax_base ? 0 : 1;
@@ -68,15 +67,14 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
   }
 
   template <class AllB>
-  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev, int t) {
+  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev, int) {
     linear_step_back<Real>(
         team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev,
         [&](Slot s, Real y) { return y_next[s] = y + c.eps * y_next[s]; },
         [&](Slot s, Real b_total) {
           b_bar[s] = 0;  // b_{t-1} enters step t through d_b, carried by z̄
           return z_next[s] = -b_total * b[s] * b[s] + c.eps * z_next[s];
-        },
-        /*column_half=*/team_step_has_columns(c, t));
+        });
   }
 };
 

@@ -33,27 +33,15 @@ namespace sinkgrad::math {
 // and b_{t-1} out; P̄ accumulated):
 //     ȳ = row(s, -ā ⊙ a_t²),  z̄ = column(s, b̄ + P^T ȳ),  ā = P z̄,  P̄ += ȳ b_t^T + a_{t-1} z̄^T.
 // row and column return the adjoints of the row and column sums (column also sets b̄_{t-1}[s]):
-// the seeds' forward's own terms, or with those of eps (convention_unrolled_team.hpp). Without
-// column_half (a step that normalises rows only, b_t constant) only P̄ += ȳ b_t^T is left.
+// the seeds' forward's own terms, or with those of eps (convention_unrolled_team.hpp).
 template <class Real, class Team, class Rows, class Columns, class AllB, class Row, class Column>
 SINKGRAD_HD void linear_step_back(const Team& team, const Rows& P, const Columns& Pt, Rows& Pbar,
                                   typename Team::Vec& a_bar, typename Team::Vec& b_bar,
                                   const typename Team::Vec& a, const AllB& all_b,
-                                  const typename Team::Vec& a_prev, Row&& row, Column&& column,
-                                  bool column_half = true) {
+                                  const typename Team::Vec& a_prev, Row&& row, Column&& column) {
   const int n = team.n();
   typename Team::Vec y_bar, z_bar;
   team.each([&](Slot s) { y_bar[s] = row(s, -a_bar[s] * a[s] * a[s]); });
-  if (!column_half) {
-    team.each([&](Slot s) {
-      SINKGRAD_UNROLL
-      for (int j = 0; j < Team::cap; ++j) {
-        if (j >= n) break;
-        Pbar[s][j] += y_bar[s] * all_b[j];
-      }
-    });
-    return;
-  }
   const auto& all_y = team.share(y_bar);
   team.each([&](Slot s) { z_bar[s] = column(s, b_bar[s] + dot_n<Team::cap>(Pt[s], all_y, n)); });
   const auto& all_z = team.share(z_bar);

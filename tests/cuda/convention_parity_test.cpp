@@ -80,9 +80,11 @@ void check_convention(const ForwardSpec& spec, int n, int T, double tolerance) {
     const auto gpu = solve_cuda(*solver, M, R_cpu, G, T, spec);
     EXPECT_EQ(gpu.status[5], SolveStatus::invalid_input);
     // Near convergence the plain systems' near-null eigenvalue amplifies any rounding
-    // difference without bound (docs/math.md): compared far from it only.
+    // difference without bound (docs/math.md): compared far from it only. A 2 x 2 matrix is
+    // near it after one step already (the CPU and the GPU were seen 4e-9 apart in float64,
+    // 0.14 in float32, at n = 2, T = 1, with rows_first and with tilekernels).
     const bool plain = config.name == "cg_plain" || config.label() == "direct system=plain";
-    if (plain && T != 1) continue;
+    if (plain && (T != 1 || n <= 2)) continue;
     for (index_t b = 0; b < batch; ++b) ASSERT_EQ(cpu.status[b], gpu.status[b]) << b;
     double scale = 0;
     for (index_t k = 0; k < cpu.grad.size(); ++k)
