@@ -66,13 +66,6 @@ void with_orientation(bool transposed, F&& f) {
 
 namespace detail {
 
-// One team per matrix; each block works through the slices of `teams` matrices blockIdx.x,
-// blockIdx.x + gridDim.x, ... and, when staged, stages the next slice's inputs while it computes
-// on this one (otherwise it reads each slice from global memory when it gets to it).
-// in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0 (the body writes
-// its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
-// it when status is not null. Each team gets storage_reals (a multiple of 4) of scratch,
-// team.storage(). orientation: the tiles hold the matrices as stored or transposed.
 // The blocks of a body's team_kernel that must fit on a multiprocessor at once (the second
 // argument of __launch_bounds__): Body::min_blocks_per_sm where the body has one, else 0, which
 // leaves ptxas its own choice (it gives no .minnctapersm).
@@ -84,6 +77,13 @@ constexpr int team_min_blocks() {
     return 0;
 }
 
+// One team per matrix; each block works through the slices of `teams` matrices blockIdx.x,
+// blockIdx.x + gridDim.x, ... and, when staged, stages the next slice's inputs while it computes
+// on this one (otherwise it reads each slice from global memory when it gets to it).
+// in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0 (the body writes
+// its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
+// it when status is not null. Each team gets storage_reals (a multiple of 4) of scratch,
+// team.storage(). orientation: the tiles hold the matrices as stored or transposed.
 template <class Real, class Shape, TileOrientation orientation, class Body>
 __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
