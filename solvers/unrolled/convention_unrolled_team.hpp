@@ -125,21 +125,19 @@ struct ConventionLogReplay {
   }
 };
 
-// The softmax's reverse, in place in the gradient's rows, which hold S̄^T (from_P) or
-// S^T ⊙ S̄^T: dM_js = S_js S̄_js - S_js sum_k S̄_jk S_jk, a row of S being a column of the
-// team's. S^T goes into the rows S. from_P: they hold the linear domain's P = S^T + eps, and
-// S = P - eps wherever P >= 2 eps (then S >= eps, and P's rounding and the subtraction's make
-// at most 3 units in the last place of S; with eps = 0, S = P); below, and for the log domain,
-// S = exp(M - lse) from the rows' normalisers in team.storage() (convention_linear_rows,
-// log_base): with normal logits no exponential is taken in the linear domain.
+// S^T into the rows S for the softmax's reverse. from_P: they hold the linear domain's
+// P = S^T + eps, and S = P - eps wherever P >= 2 eps (then S >= eps, and P's rounding and the
+// subtraction's make at most 3 units in the last place of S; with eps = 0, S = P); below, and
+// for the log domain, S = exp(M - lse) from the rows' normalisers in team.storage()
+// (convention_linear_rows, log_base): with normal logits no exponential is taken in the linear
+// domain.
 template <class Real, class Team, class Matrices, class Rows>
-SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, Rows& S, int T,
-                                       const ConventionForward<Real>& c, bool from_P) {
+SINKGRAD_HD void softmax_rows_of_S(const Team& team, const Matrices& mats,
+                                   const ConventionForward<Real>& c, Rows& S, bool from_P) {
   const int n = team.n();
   team.sync();
   const Real* all_lse = team.storage();
   team.each([&](Slot s) {
-    const auto& M = mats.M_row(s);
     bool below_eps = !from_P;
     if (from_P) {
       SINKGRAD_UNROLL
@@ -150,21 +148,23 @@ SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, R
       }
     }
     if (below_eps) {
+      const auto& M = mats.M_row(s);
       SINKGRAD_UNROLL
       for (int j = 0; j < Team::cap; ++j) {
         if (j >= n) break;
         if (!from_P || S[s][j] < c.eps) S[s][j] = exp_of(M[j] - all_lse[j]);
       }
     }
-    if (from_P) {
-      const auto& x = mats.grad_row(s);
-      SINKGRAD_UNROLL
-      for (int j = 0; j < Team::cap; ++j) {
-        if (j >= n) break;
-        x[j] *= S[s][j];
-      }
-    }
   });
+}
+
+// The softmax's reverse, in place in the gradient's rows, which hold S^T ⊙ S̄^T:
+// dM_js = S_js S̄_js - S_js sum_k S̄_jk S_jk, a row of S being a column of the team's; S^T in
+// the rows S (softmax_rows_of_S).
+template <class Real, class Team, class Matrices, class Rows>
+SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, const Rows& S,
+                                       int T) {
+  const int n = team.n();
   // dot_j = sum_s x_sj: each lane sums the columns it owns in the canonical order
   // (math/team.hpp) and shares them; n team sums cost a GPU team n butterflies of shuffles.
   typename Team::Vec column_sum;
@@ -209,12 +209,11 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
     ConventionLinearReplay<Real, Team, Matrices, Rows> replay{
         {team, mats, P, {P, Pt}, adjoint, {}, {}}, c, c_b0};
     replay_in_reverse<Real>(team, T, L, replay);
-    if (!c.softmax_base) {
-      if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return P[s][j] * adjoint[s][j]; }))
-        return {SolveStatus::ok, T};
-    } else if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return adjoint[s][j]; })) {
-      return softmax_back<Real>(team, mats, P, T, c, /*from_P=*/true);  // S̄^T = P̄
-    }
+    // dL/dM = P ⊙ P̄ for exp(M); for the softmax base S̄^T = P̄, and P's rows take S^T
+    if (c.softmax_base) softmax_rows_of_S<Real>(team, mats, c, P, /*from_P=*/true);
+    if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return P[s][j] * adjoint[s][j]; }))
+      return c.softmax_base ? softmax_back<Real>(team, mats, P, T)
+                            : MatrixOutcome{SolveStatus::ok, T};
   } else if (!finite) {
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   }
@@ -227,7 +226,8 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
         const auto& W = mats.grad_row(s);
         for (int j = 0; j < n; ++j) W[j] *= -expm1_of(c.log_eps - base.row(s, j));
       });
-    return softmax_back<Real>(team, mats, Pt, T, c, /*from_P=*/false);
+    softmax_rows_of_S<Real>(team, mats, c, Pt, /*from_P=*/false);
+    return softmax_back<Real>(team, mats, Pt, T);
   }
   if (write_if_finite<Real>(team, mats, [&](Slot s, int j) { return mats.grad_row(s)[j]; }))
     return {SolveStatus::ok, T};
