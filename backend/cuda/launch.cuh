@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
   // Layout: exchange buffers of every team, storage, tiles 0, tiles 1, then the staging of
   // each input (everything 16-byte aligned but the tiles, whose total is rounded up).
   Real* exchange = reinterpret_cast<Real*>(shared_bytes);
-  Real* storage = exchange + teams * layout.exchange_reals;
+  Real* storage = exchange + CudaTeam<Real, Shape>::exchange_reals(teams);
   Real* tiles0 = storage + teams * storage_reals;
   Real* tiles1 = in1 != nullptr ? tiles0 + teams * tile_reals : tiles0;
   Real* staging0 = tiles0 + layout.tiles_total(teams);
@@ -140,7 +140,8 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     if (staged && next < slices) stage(next);
 
     if (team_index < count) {
-      CudaTeam<Real, Shape> team(n, lane, mask, exchange + team_index * layout.exchange_reals,
+      CudaTeam<Real, Shape> team(n, lane, mask,
+                                 exchange + CudaTeam<Real, Shape>::exchange_offset(team_index),
                                  storage + team_index * storage_reals);
       const index_t b = slice * teams + team_index;
       const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
@@ -169,7 +170,8 @@ template <class Real, class Shape, TileOrientation orientation, class Body>
 void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                        std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
                        int storage_reals, cudaStream_t stream) {
-  storage_reals = (storage_reals + 3) / 4 * 4;  // keeps tiles and later storage 16-byte aligned
+  // A multiple of 4 keeps tiles and later storage 16-byte aligned (cap is one, for W > 1).
+  storage_reals = spread_over_banks<Shape>((storage_reals + 3) / 4 * 4);
   auto kernel = &team_kernel<Real, Shape, orientation, Body>;
   const bool staged = staging_or_override(staging) == Staging::on;
   int device = 0;

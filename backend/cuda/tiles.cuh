@@ -82,18 +82,28 @@ struct TileMatrices<Real, Shape, true> {
 
 namespace detail {
 
-inline constexpr int team_block_threads = 128;
+// Team storage's size in whole vectors of cap Reals, an odd number of them when several teams
+// share a warp (4 <= W <= 16). The teams of a warp use their storage at the same offsets at
+// once: regions an even number of vectors apart start on the same banks and conflict, an odd
+// number apart fill the banks side by side. (The eps `unrolled` tape of 42 vectors, 2-way
+// conflicts on every tape access, made the float64 n = 4 reverse loop take 44% more stall
+// samples than the default's 41.) The exchange buffers are interleaved instead (team.cuh).
+template <class Shape>
+__host__ __device__ constexpr int spread_over_banks(int reals) {
+  if (Shape::W == 1 || Shape::W == 32 || reals == 0) return reals;
+  return ((reals + Shape::cap - 1) / Shape::cap | 1) * Shape::cap;
+}
 
-// Shared memory of one team, in Reals: its exchange buffers (none for W = 1), storage and its
-// tiles, two, or one when there is a single input that the output overwrites in place (see the
-// top of this file for the padding).
+// Shared memory of a block's teams, in Reals: the exchange buffers of as many teams as a block
+// holds (none for W = 1; CudaTeam::exchange_reals), then per team its storage and its tiles, two,
+// or one when there is a single input that the output overwrites in place (see the top of this
+// file for the padding).
 template <class Shape>
 struct TeamLayout {
   int n;
   int stride;
   int tile_reals;
   int tiles;  // also the number of inputs
-  int exchange_reals;
   int storage_reals;
   bool staged;  // with staging for the next slice's inputs
   __host__ __device__ TeamLayout(int n, int storage, bool two_inputs, bool staged)
@@ -101,7 +111,6 @@ struct TeamLayout {
         stride(Shape::W == 1 ? n : n + 1),
         tile_reals(Shape::W == 1 ? (n * n) | 1 : n * (n + 1)),
         tiles(two_inputs ? 2 : 1),
-        exchange_reals(Shape::W == 1 ? 0 : 2 * Shape::cap),
         storage_reals(storage),
         staged(staged) {}
   // The tiles of `teams` teams, rounded up to whole 16-byte words.
@@ -113,8 +122,9 @@ struct TeamLayout {
     return (std::size_t(teams) * n * n + 3) / 4 * 4;
   }
   __host__ __device__ std::size_t block_reals(int teams) const {
-    return std::size_t(teams) * (std::size_t(exchange_reals) + std::size_t(storage_reals)) +
-           tiles_total(teams) + (staged ? std::size_t(tiles) * staging_reals(teams) : 0);
+    return std::size_t(CudaTeam<float, Shape>::exchange_reals(teams)) +
+           std::size_t(teams) * std::size_t(storage_reals) + tiles_total(teams) +
+           (staged ? std::size_t(tiles) * staging_reals(teams) : 0);
   }
 };
 
