@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""scripts/gpu_bench_compare.py, gpu_bench_conventions.py and ncu_source_summary.py, spawned as
+a user runs them, on small logs and an ncu source page whose answers are worked out by hand."""
+import os
+import subprocess
+import sys
+import tempfile
+
+SCRIPTS = sys.argv[1]
+
+
+def run(script, *args):
+    done = subprocess.run([sys.executable, os.path.join(SCRIPTS, script), *args],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"{script} {args}: exit {done.returncode}\n{done.stderr}")
+    return done.stdout
+
+
+def cells(output, first):
+    """The cells of the Markdown row whose first cell is `first`."""
+    for line in output.splitlines():
+        parts = [p.strip() for p in line.strip().strip("|").split("|")]
+        if parts and parts[0] == first:
+            return parts[1:]
+    sys.exit(f"no row {first!r} in:\n{output}")
+
+
+def check(condition, message):
+    if not condition:
+        sys.exit("FAILED: " + message)
+
+
+def bench_log(path, rows):
+    with open(path, "w", encoding="utf-8") as log:
+        log.write("device: test\n| kernel / n / dtype | ms (median) | GB/s | of copy |\n")
+        log.write("|---|---|---|---|\n")
+        for name, ms in rows.items():
+            log.write(f"| {name} | {ms:.3f} | 1 | 0.1 |\n")
+
+
+def main():
+    tmp = tempfile.mkdtemp()
+    # Three runs; medians: default forward n4 f32 2.0, eps 2.4 (ratio 1.200); n4 f64 4.0
+    # and 3.0 (0.750); unrolled n8 f32 10.0, tilekernels 11.5 (1.150).
+    runs = [
+        {"forward/n4/f32": 1.0, "forward[columns_first:1e-06]/n4/f32": 2.2,
+         "forward/n4/f64": 4.0, "forward[columns_first:1e-06]/n4/f64": 3.0,
+         "unrolled/n8/f32": 9.0, "unrolled[tilekernels:1e-06]/n8/f32": 11.5},
+        {"forward/n4/f32": 2.0, "forward[columns_first:1e-06]/n4/f32": 2.6,
+         "forward/n4/f64": 5.0, "forward[columns_first:1e-06]/n4/f64": 2.0,
+         "unrolled/n8/f32": 10.0, "unrolled[tilekernels:1e-06]/n8/f32": 11.0},
+        {"forward/n4/f32": 3.0, "forward[columns_first:1e-06]/n4/f32": 2.4,
+         "forward/n4/f64": 3.0, "forward[columns_first:1e-06]/n4/f64": 3.5,
+         "unrolled/n8/f32": 12.0, "unrolled[tilekernels:1e-06]/n8/f32": 12.0},
+    ]
+    logs = []
+    for i, rows in enumerate(runs):
+        logs.append(os.path.join(tmp, f"run{i}.log"))
+        bench_log(logs[-1], rows)
+    out = run("gpu_bench_conventions.py", *logs)
+    header = cells(out, "kernel")
+    check(header == ["n4 f32", "n4 f64", "n8 f32"], f"columns {header}")
+    check(cells(out, "forward (ms)")[:2] == ["2.000", "4.000"], out)
+    check(cells(out, "forward [columns_first:1e-06]")[:2] == ["1.200", "0.750"], out)
+    check(cells(out, "unrolled (ms)")[2] == "10.000", out)
+    check(cells(out, "unrolled [tilekernels:1e-06]")[2] == "1.150", out)
+
+    # Base runs 0 and 2 against new run 1: medians 2.0 and 2.0 at n4 f32 (base 1.0, 3.0 ->
+    # 2.0), so 1.000, the base's spread 3.0 / 1.0 - 1 = 200%; n4 f64 base 3.5, new 5.0: 1.429.
+    out = run("gpu_bench_compare.py", logs[0], logs[1], logs[2], logs[1])
+    check(cells(out, "forward/n4/f32") == ["2.000", "2.000", "1.000", "200.0%"], out)
+    check(cells(out, "forward/n4/f64") == ["3.500", "5.000", "1.429", "33.3%"], out)
+
+    # An ncu source page: a prologue of 2 instructions run once per warp (10 warps), a loop of
+    # 3 run 40 times, an epilogue of 1. Instructions: 20 + 120 + 10 = 150; the loop 80.0%.
+    # Samples: 5 + 5 outside, 60 + 20 + 10 in the loop: 90.0% of 100.
+    base = 0x7f0000000000
+    page = [("LDC R1, c[0x0][0x28]", 10, 5, "stall_wait"),
+            ("MOV R2, RZ", 10, 0, ""),
+            ("LDS R3, [R2]", 40, 60, "stall_short_sb"),
+            ("FFMA R4, R3, R3, R4", 40, 20, "stall_wait"),
+            (f"@P0 BRA 0x{base + 0x20:x}", 40, 10, "stall_branch_resolving"),
+            ("EXIT", 10, 5, "stall_wait")]
+    csv_path = os.path.join(tmp, "page.csv")
+    stalls = ["stall_wait", "stall_short_sb", "stall_branch_resolving"]
+    with open(csv_path, "w", encoding="utf-8") as f:
+        f.write('"Kernel Name","team_kernel"\n')
+        f.write(",".join(f'"{c}"' for c in ["Address", "Source",
+                "Warp Stall Sampling (All Samples)", "Instructions Executed", *stalls,
+                *(s + " (Not Issued)" for s in stalls)]) + "\n")
+        for i, (source, executed, samples, stall) in enumerate(page):
+            per_stall = [str(samples if s == stall else 0) for s in stalls]
+            row = [f"0x{base + 0x10 * i:x}", "      " + source, str(samples), str(executed),
+                   *per_stall, *["0"] * len(stalls)]
+            f.write(",".join(f'"{c}"' for c in row) + "\n")
+    out = run("ncu_source_summary.py", csv_path, "--top", "1")
+    check("150 warp-instructions, 100 stall samples" in out, out)
+    loop = [line for line in out.splitlines() if line.startswith("loop of 3 instructions, 40 runs")]
+    check(len(loop) == 1 and "80.0% of instructions" in loop[0] and "90.0% of samples (90)" in loop[0],
+          out)
+    check("60  stall_short_sb" in out, out)
+    outside = [line for line in out.splitlines() if line.startswith("outside the loops")]
+    check(len(outside) == 1 and "20.0% of instructions" in outside[0] and "(10)" in outside[0], out)
+    print("measurement scripts: ok")
+
+
+if __name__ == "__main__":
+    main()
