@@ -50,7 +50,7 @@ class CudaTeam {
   // is at b * buffer_span + k * cap: the teams of a warp, which write the same buffer at once,
   // fill the banks side by side. (A team's two buffers side by side put teams two vectors
   // apart, on the same banks: every share's store conflicted 2-way at n = 4 and 8, and the
-  // float64 kernels there ran 5-15% slower.) A warp-wide team keeps its two side by side.
+  // float64 kernels there ran 5-25% slower.) A warp-wide team keeps its two side by side.
   static constexpr int buffer_span = W == 32 ? cap : team_block_threads / W * cap;
   // Where team k's buffer 0 is, and the Reals that the buffers of `teams` teams take.
   __host__ __device__ static constexpr int exchange_offset(int k) {
