@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
   // Layout: exchange buffers of every team, storage, tiles 0, tiles 1, then the staging of
   // each input (everything 16-byte aligned but the tiles, whose total is rounded up).
   Real* exchange = reinterpret_cast<Real*>(shared_bytes);
-  Real* storage = exchange + CudaTeam<Real, Shape>::exchange_reals(teams);
+  Real* storage = exchange + TeamExchange<Shape>::reals(teams);
   Real* tiles0 = storage + teams * storage_reals;
   Real* tiles1 = in1 != nullptr ? tiles0 + teams * tile_reals : tiles0;
   Real* staging0 = tiles0 + layout.tiles_total(teams);
@@ -140,8 +140,7 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     if (staged && next < slices) stage(next);
 
     if (team_index < count) {
-      CudaTeam<Real, Shape> team(n, lane, mask,
-                                 exchange + CudaTeam<Real, Shape>::exchange_offset(team_index),
+      CudaTeam<Real, Shape> team(n, lane, mask, exchange + TeamExchange<Shape>::offset(team_index),
                                  storage + team_index * storage_reals);
       const index_t b = slice * teams + team_index;
       const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},

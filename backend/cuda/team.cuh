@@ -31,6 +31,23 @@ struct TeamShape {
   static constexpr int cap = W_ * K_;
 };
 
+// The exchange buffers of a block's teams (share()). With several teams to a warp, buffer b of
+// team k is at b * buffer_span + k * cap: the teams of a warp, which write the same buffer at
+// once, fill the banks side by side. (A team's two buffers side by side put teams two vectors
+// apart, on the same banks: every share's store conflicted 2-way at n = 4 and 8, and the
+// float64 kernels there ran 5-25% slower.) A warp-wide team keeps its two side by side.
+template <class Shape>
+struct TeamExchange {
+  static constexpr int W = Shape::W;
+  static constexpr int cap = Shape::cap;
+  static constexpr int buffer_span = W == 32 ? cap : team_block_threads / W * cap;
+  // Where team k's buffer 0 is, and the Reals that the buffers of `teams` teams take.
+  __host__ __device__ static constexpr int offset(int k) { return W == 32 ? 2 * cap * k : cap * k; }
+  __host__ __device__ static constexpr int reals(int teams) {
+    return W == 1 ? 0 : W == 32 ? 2 * cap * teams : 2 * buffer_span;
+  }
+};
+
 template <class Real, class Shape>
 class CudaTeam {
  public:
@@ -46,21 +63,7 @@ class CudaTeam {
     __device__ const Real& operator[](math::Slot s) const { return v[s.k]; }
   };
 
-  // The exchange buffers of a block's teams. With several teams to a warp, buffer b of team k
-  // is at b * buffer_span + k * cap: the teams of a warp, which write the same buffer at once,
-  // fill the banks side by side. (A team's two buffers side by side put teams two vectors
-  // apart, on the same banks: every share's store conflicted 2-way at n = 4 and 8, and the
-  // float64 kernels there ran 5-25% slower.) A warp-wide team keeps its two side by side.
-  static constexpr int buffer_span = W == 32 ? cap : team_block_threads / W * cap;
-  // Where team k's buffer 0 is, and the Reals that the buffers of `teams` teams take.
-  __host__ __device__ static constexpr int exchange_offset(int k) {
-    return W == 32 ? 2 * cap * k : cap * k;
-  }
-  __host__ __device__ static constexpr int exchange_reals(int teams) {
-    return W == 1 ? 0 : W == 32 ? 2 * cap * teams : 2 * buffer_span;
-  }
-
-  // exchange: the team's buffer 0 (buffer_span); storage: the team's scratch (16-byte aligned,
+  // exchange: the team's buffer 0 (TeamExchange); storage: the team's scratch (16-byte aligned,
   // whole vectors of cap Reals).
   __device__ CudaTeam(int n, int lane, unsigned mask, Real* exchange, Real* storage)
       : n_(n), lane_(lane), mask_(mask), exchange_(exchange), storage_(storage) {}
@@ -161,7 +164,7 @@ class CudaTeam {
       for (int k = 0; k < K; ++k) gathered.v[k] = k < n() ? v.v[k] : Real(0);
       return gathered;
     }
-    Real* buffer = exchange_ + which_ * buffer_span;
+    Real* buffer = exchange_ + which_ * TeamExchange<Shape>::buffer_span;
     which_ ^= 1;
 #pragma unroll
     for (int k = 0; k < K; ++k) {

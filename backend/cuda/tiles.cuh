@@ -87,7 +87,7 @@ namespace detail {
 // once: regions an even number of vectors apart start on the same banks and conflict, an odd
 // number apart fill the banks side by side. (The eps `unrolled` tape of 42 vectors, 2-way
 // conflicts on every tape access, made the float64 n = 4 reverse loop take 44% more stall
-// samples than the default's 41.) The exchange buffers are interleaved instead (team.cuh).
+// samples than the default's 41.) The exchange buffers are interleaved instead (TeamExchange).
 template <class Shape>
 __host__ __device__ constexpr int spread_over_banks(int reals) {
   if (Shape::W == 1 || Shape::W == 32 || reals == 0) return reals;
@@ -95,7 +95,7 @@ __host__ __device__ constexpr int spread_over_banks(int reals) {
 }
 
 // Shared memory of a block's teams, in Reals: the exchange buffers of as many teams as a block
-// holds (none for W = 1; CudaTeam::exchange_reals), then per team its storage and its tiles, two,
+// holds (none for W = 1; TeamExchange), then per team its storage and its tiles, two,
 // or one when there is a single input that the output overwrites in place (see the top of this
 // file for the padding).
 template <class Shape>
@@ -122,7 +122,7 @@ struct TeamLayout {
     return (std::size_t(teams) * n * n + 3) / 4 * 4;
   }
   __host__ __device__ std::size_t block_reals(int teams) const {
-    return std::size_t(CudaTeam<float, Shape>::exchange_reals(teams)) +
+    return std::size_t(TeamExchange<Shape>::reals(teams)) +
            std::size_t(teams) * std::size_t(storage_reals) + tiles_total(teams) +
            (staged ? std::size_t(tiles) * staging_reals(teams) : 0);
   }
