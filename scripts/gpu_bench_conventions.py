@@ -11,7 +11,9 @@ import re
 import statistics
 import sys
 
-ROW = re.compile(r"^\| (forward|unrolled)(\[[^]]+\])?/n(\d+)/(f\d+) \| ([0-9.]+) \|")
+from gpu_bench_compare import table  # the bench log's table, one parser for both scripts
+
+NAME = re.compile(r"^(forward|unrolled)(\[[^]]+\])?/n(\d+)/(f\d+)$")
 
 
 def main(paths):
@@ -19,13 +21,11 @@ def main(paths):
         sys.exit(__doc__)
     times = {}  # (kernel, convention, n, dtype) -> [ms per run]
     for path in paths:
-        with open(path, encoding="utf-8") as log:
-            for line in log:
-                match = ROW.match(line)
-                if match:
-                    kernel, convention, n, dtype, ms = match.groups()
-                    key = (kernel, convention or "", int(n), dtype)
-                    times.setdefault(key, []).append(float(ms))
+        for name, ms in table(path).items():
+            match = NAME.match(name)
+            if match:
+                kernel, convention, n, dtype = match.groups()
+                times.setdefault((kernel, convention or "", int(n), dtype), []).append(ms)
     if not times:
         sys.exit("no forward or unrolled rows found")
     columns = sorted({(n, dtype) for _, _, n, dtype in times})
