@@ -82,7 +82,7 @@ constexpr int team_min_blocks() {
 // on this one (otherwise it reads each slice from global memory when it gets to it).
 // in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0 (the body writes
 // its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
-// it when status is not null. Each team gets storage_reals (a multiple of 4) of scratch,
+// it when status is not null. Each team gets storage_reals (team_storage_reals) of scratch,
 // team.storage(). orientation: the tiles hold the matrices as stored or transposed.
 template <class Real, class Shape, TileOrientation orientation, class Body>
 __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
@@ -169,8 +169,7 @@ template <class Real, class Shape, TileOrientation orientation, class Body>
 void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                        std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
                        int storage_reals, cudaStream_t stream) {
-  // A multiple of 4 keeps tiles and later storage 16-byte aligned (cap is one, for W > 1).
-  storage_reals = spread_over_banks<Shape>((storage_reals + 3) / 4 * 4);
+  storage_reals = team_storage_reals<Shape>(storage_reals);
   auto kernel = &team_kernel<Real, Shape, orientation, Body>;
   const bool staged = staging_or_override(staging) == Staging::on;
   int device = 0;

@@ -82,22 +82,10 @@ struct TileMatrices<Real, Shape, true> {
 
 namespace detail {
 
-// Team storage's size in whole vectors of cap Reals, an odd number of them when several teams
-// share a warp (4 <= W <= 16). The teams of a warp use their storage at the same offsets at
-// once: regions an even number of vectors apart start on the same banks and conflict, an odd
-// number apart fill the banks side by side. (The eps `unrolled` tape of 42 vectors, 2-way
-// conflicts on every tape access, made the float64 n = 4 reverse loop take 44% more stall
-// samples than the default's 41.) The exchange buffers are interleaved instead (TeamExchange).
-template <class Shape>
-__host__ __device__ constexpr int spread_over_banks(int reals) {
-  if (Shape::W == 1 || Shape::W == 32 || reals == 0) return reals;
-  return ((reals + Shape::cap - 1) / Shape::cap | 1) * Shape::cap;
-}
-
 // Shared memory of a block's teams, in Reals: the exchange buffers of as many teams as a block
 // holds (none for W = 1; TeamExchange), then per team its storage and its tiles, two,
 // or one when there is a single input that the output overwrites in place (see the top of this
-// file for the padding).
+// file for the padding; team storage: team_storage_reals).
 template <class Shape>
 struct TeamLayout {
   int n;

@@ -17,9 +17,9 @@ namespace sinkgrad::testing {
 namespace {
 
 using cuda::team_block_threads;
+using cuda::team_storage_reals;
 using cuda::TeamExchange;
 using cuda::TeamShape;
-using cuda::detail::spread_over_banks;
 
 // The word addresses of a warp's lanes reading Reals at `reals[lane]` (in Reals): the first
 // conflict found, as text, or "" when every wavefront touches each bank with one word at most.
@@ -80,7 +80,7 @@ void check_storage() {
   constexpr int W = Shape::W, cap = Shape::cap;
   // Tapes of the unrolled kernels (41 and 42 vectors at T = 20), checkpointed ones, odd sizes.
   for (int requested : {41 * cap, 42 * cap, 44 * cap, 97 * cap, 4, 12, 100, 336, 1000}) {
-    const int size = spread_over_banks<Shape>(requested);
+    const int size = team_storage_reals<Shape>(requested);
     const std::string what = "W = " + std::to_string(W) + ", " + std::to_string(sizeof(Real)) +
                              "-byte Reals, " + std::to_string(requested) + " Reals asked";
     EXPECT_GE(size, requested) << what;
@@ -95,7 +95,7 @@ void check_storage() {
       EXPECT_EQ(bank_conflict(reals, sizeof(Real)), "") << what << ", vector " << vector;
     }
   }
-  EXPECT_EQ(spread_over_banks<Shape>(0), 0);  // kernels without storage get none
+  EXPECT_EQ(team_storage_reals<Shape>(0), 0);  // kernels without storage get none
 }
 
 TEST(TeamLayout, ExchangeBuffersApartAndWithoutBankConflicts) {
