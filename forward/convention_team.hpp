@@ -50,15 +50,16 @@ SINKGRAD_HD bool team_step_has_columns(const ConventionForward<Real>& c, int t) 
 // The linear domain's set-up of convention c: P (and Pt) and c_b, the first column step's eps
 // term; with keep_normalisers, the softmax base's normalisers go to team.storage() (as
 // log_base's, for the reverse; the forward does not keep them, and a lane that forms P from
-// its rows then takes no logarithm). Returns whether the linear domain takes the matrix
-// (finite: whether M is all finite).
+// its rows then takes no logarithm). scratch: softmax_base_rows's, or nullptr. Returns whether
+// the linear domain takes the matrix (finite: whether M is all finite).
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool convention_linear_rows(const Team& team, const Matrices& mats,
                                         const ConventionForward<Real>& c, bool& finite, Rows& P,
-                                        Rows& Pt, typename Team::Vec& c_b, bool keep_normalisers) {
+                                        Rows& Pt, typename Team::Vec& c_b, bool keep_normalisers,
+                                        Real* scratch = nullptr) {
   const bool eps_in_range = c.log_eps <= linear_domain_log_eps_cap<Real>();
   if (c.softmax_base) {
-    const bool linear = softmax_base_rows<Real>(team, mats, c, finite, P, Pt, c_b);
+    const bool linear = softmax_base_rows<Real>(team, mats, c, finite, P, Pt, c_b, scratch);
     if (keep_normalisers) team.store(team.storage(), c_b);
     team.each([&](Slot s) { c_b[s] = c.eps; });
     return linear && eps_in_range;

@@ -135,8 +135,7 @@ template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD void softmax_rows_of_S(const Team& team, const Matrices& mats,
                                    const ConventionForward<Real>& c, Rows& S, bool from_P) {
   const int n = team.n();
-  team.sync();
-  const Real* all_lse = team.storage();
+  const Real* all_lse = team.storage();  // stored before the replay's shares
   team.each([&](Slot s) {
     bool below_eps = !from_P;
     if (from_P) {
@@ -189,10 +188,12 @@ SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, c
 
 // dL/dM for one matrix of the T-step forward of convention c (mats as unrolled_team's);
 // team.storage(): unrolled_workspace(team.stride(), T, L, true) Reals (the softmax's normalisers,
-// then the tape, its checkpoints two-sided).
+// then the tape, its checkpoints two-sided), and with rows_through_storage at least n + 1
+// vectors (the softmax base's rows of P transposed behind the normalisers: softmax_base_rows).
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matrices& mats, int T,
-                                                   int L, const ConventionForward<Real>& c) {
+                                                   int L, const ConventionForward<Real>& c,
+                                                   bool rows_through_storage = false) {
   using Vec = typename Team::Vec;
   const int n = team.n();
   if (!grad_output_finite<Real>(team, mats))
@@ -204,8 +205,9 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_team(const Team& team, const Matri
   Vec lse;  // the softmax's row normalisers (column s of the team's matrix)
   bool finite = true;
   Vec c_b0{};
+  Real* scratch = rows_through_storage ? team.storage() + team.stride() : nullptr;
   if (convention_linear_rows<Real>(team, mats, c, finite, P, Pt, c_b0,
-                                   /*keep_normalisers=*/true)) {
+                                   /*keep_normalisers=*/true, scratch)) {
     ConventionLinearReplay<Real, Team, Matrices, Rows> replay{
         {team, mats, P, {P, Pt}, adjoint, {}, {}}, c, c_b0};
     replay_in_reverse<Real>(team, T, L, replay);

@@ -2,6 +2,8 @@
 // The definitions behind solvers/unrolled/unrolled_cuda_teams.hpp: the replay's team bodies over
 // the tiles of backend/cuda/launch.cuh. Included only by the unrolled_cuda_teams_*.cu units.
 
+#include <algorithm>
+
 #include "backend/cuda/launch.cuh"
 #include "solvers/unrolled/convention_unrolled_team.hpp"
 #include "solvers/unrolled/unrolled_cuda_teams.hpp"
@@ -34,15 +36,27 @@ template <class Real, class Shape>
 struct ConventionUnrolledTeam {
   // float64 at n = 5..8: left to itself, ptxas holds the kernel to 128 registers and spills
   // where the default's takes 138; a minimum of one block lets it take 168, 5-6% faster on an
-  // H100 (at n = 4, 122 registers instead of 94 changed nothing).
-  static constexpr int min_blocks_per_sm = sizeof(Real) == 8 && Shape::cap == 8 ? 1 : 0;
+  // H100 (at n = 4, 122 registers instead of 94 changed nothing). float32 at n = 5..8: left to
+  // itself 80 registers and 44 bytes of spill stores; six blocks (at most 85 registers) give
+  // 79 without spills, the occupancy the default's 80 registers have (ptxas, sm_90).
+  static constexpr int min_blocks_per_sm = Shape::cap != 8 ? 0 : sizeof(Real) == 8 ? 1 : 6;
+  // The softmax base's rows of P transposed through team storage instead of n more
+  // exponentials a lane, where a lane has one slot (n <= 32): its n + 1 vectors then fit under
+  // the tape's capacity.
+  static constexpr bool rows_through_storage = !Shape::block && Shape::K == 1;
   int T;
   int segment;
   math::ConventionForward<Real> convention;
   __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
                                       index_t) const {
     const UnrolledTileMatrices<Real, Shape> mats(M, G, team.lane(), team.n());
-    return math::convention_unrolled_team<Real>(team, mats, T, segment, convention);
+    return math::convention_unrolled_team<Real>(team, mats, T, segment, convention,
+                                                rows_through_storage);
+  }
+  // Team storage for a tape of `tape` Reals.
+  long long storage_reals(long long tape, int n, int stride) const {
+    if (!rows_through_storage || !convention.softmax_base) return tape;
+    return std::max(tape, (n + 1LL) * stride);
   }
 };
 
@@ -67,10 +81,14 @@ void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<R
       const int segment = math::unrolled_segment_or_smallest(stride, T, capacity, two_sided);
       const long long tape = math::unrolled_workspace(stride, T, segment, two_sided);
       if (!Shape::block && tape * static_cast<long long>(sizeof(Real)) > 200 * 1024) too_long(n, T);
+      const auto body = make_body(shape, segment);
+      long long storage = tape;
+      if constexpr (requires { body.storage_reals(tape, n, stride); })
+        storage = body.storage_reals(tape, n, stride);
       launch_teams<Real, Shape, decltype(orientation)::value>(
           problem.logits.data, problem.grad_output.data, result.grad_logits.data, result.status,
-          result.iterations, problem.grad_output.batch, n, make_body(shape, segment), Staging::on,
-          static_cast<int>(tape), stream_of(problem));
+          result.iterations, problem.grad_output.batch, n, body, Staging::on,
+          static_cast<int>(storage), stream_of(problem));
     });
   });
 }
