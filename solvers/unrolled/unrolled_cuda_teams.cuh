@@ -53,7 +53,8 @@ struct ConventionUnrolledTeam {
     return math::convention_unrolled_team<Real>(team, mats, T, segment, convention,
                                                 rows_through_storage);
   }
-  // Team storage for a tape of `tape` Reals.
+  // The team storage a launch asks for: the tape's `tape` Reals, or the n + 1 vectors of the
+  // softmax base's transposition where those are more (short tapes, small T).
   long long storage_reals(long long tape, int n, int stride) const {
     if (!rows_through_storage || !convention.softmax_base) return tape;
     return std::max(tape, (n + 1LL) * stride);
