@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # On the GPU machine, after `bash .devdeps/device-build.sh /tmp/build`, from the repository root:
 # the CUDA parity tests, sinkgrad_bench_cuda, then sinkgrad beside the seeds' Triton kernels
-# and torch.linalg.solve (experiments/compare_with_seeds.py), whose table is printed last.
-#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare,conventions]
+# and torch.linalg.solve (experiments/compare_with_seeds.py), whose table is printed last, and
+# beside TransformerEngine's fused mHC Sinkhorn at n = 4 (te_vs_sinkgrad_bench.py, step te).
+#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare,te,conventions]
 # The second argument picks steps (one command of the device tool has 10 minutes; conventions,
 # the forward and unrolled of every forward convention, runs only when named);
 # COMPARE_ARGS adds options to compare_with_seeds.py (e.g. "--batch-divisor 4").
 # Full logs go to $OUT when it is set (else to a temporary folder, named at the end).
 set -uo pipefail  # no -e: every step runs; the exit status says whether any failed
 build=$(cd "${1:-/tmp/build}" && pwd) || exit 2
-steps=,${2:-tests,bench,compare},
+steps=,${2:-tests,bench,compare,te},
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 logs=${OUT:-$(mktemp -d)}
 mkdir -p "$logs"
@@ -48,6 +49,24 @@ if [[ $steps == *,compare,* ]]; then  # its rows come twice (as measured, then t
     sed -n '/^copy ceiling .*vs_s001c/,$p' "$log"
   else
     tail -n 30 "$log"  # it stopped before its table: show why
+  fi
+fi
+
+if [[ $steps == *,te,* ]]; then  # TE's Triton kernels, timing only: .devdeps/ or ../shared/reference/
+  echo "== te_vs_sinkgrad_bench.py"
+  te=""
+  for dir in .devdeps ../shared/reference; do
+    [ -f "$dir/te_vs_sinkgrad_bench.py" ] && [ -d "$dir/te_mhc" ] && te=$dir && break
+  done
+  if [ -z "$te" ]; then
+    echo "te_vs_sinkgrad_bench.py and te_mhc/ not found in .devdeps/ or ../shared/reference/"
+    failed=1
+  else
+    log=$logs/te_vs_sinkgrad.log
+    python3 "$te/te_vs_sinkgrad_bench.py" --lib "$build/lib/libsinkgrad_c.so" \
+      --capi experiments/capi --te "$te/te_mhc" > "$log" 2>&1 || { failed=1; tail -n 5 "$log"; }
+    grep -E '^(device:|B=)' "$log"
+    sed -n '/^copy ceiling .*minimum bytes/,$p' "$log"
   fi
 fi
 
