@@ -22,6 +22,12 @@ struct UnrolledTileMatrices : TileMatrices<Real, Shape, false> {
 
 template <class Real, class Shape>
 struct UnrolledTeam {
+  // Staging the next slice, chosen where measured (H100, T = 20, B = 2^20; docs/performance.md):
+  // float64 at n = 4 and 8 runs in 0.93 of the time without it (its shared memory costs
+  // resident blocks that pay more than the overlap), the other sizes and float32 keep it (1.03
+  // at n = 32 float64, up to 1.45 in float32 without it). Unmeasured n keep it.
+  static constexpr Staging staging =
+      sizeof(Real) == 8 && (Shape::N == 4 || Shape::N == 8) ? Staging::off : Staging::on;
   int T;
   int segment;
   __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> M, Tile<Real> G,
@@ -34,12 +40,19 @@ struct UnrolledTeam {
 // The forwards with eps and tilekernels (solvers/unrolled/convention_unrolled_team.hpp).
 template <class Real, class Shape>
 struct ConventionUnrolledTeam {
-  // float64 at n = 5..8: left to itself, ptxas holds the kernel to 128 registers and spills
-  // where the default's takes 138; a minimum of one block lets it take 168, 5-6% faster on an
-  // H100 (at n = 4, 122 registers instead of 94 changed nothing). float32 at n = 5..8: left to
-  // itself 80 registers and 44 bytes of spill stores; six blocks (at most 85 registers) give
-  // 79 without spills, the occupancy the default's 80 registers have (ptxas, sm_90).
-  static constexpr int min_blocks_per_sm = Shape::cap != 8 ? 0 : sizeof(Real) == 8 ? 1 : 6;
+  // float64 at n = 5..8: left to itself, ptxas holds the kernel to 128 registers and spills;
+  // a minimum of three blocks gives 162 without spills (one block: 188), so that three fit an
+  // SM where staging's shared memory does not hold them to two (at n = 4, 122 registers
+  // instead of 94 changed nothing). float32 at n = 5..8: left to itself 80 registers and 44
+  // bytes of spill stores; six blocks (at most 85 registers) give 79 without spills, the
+  // occupancy the default's 80 registers have (ptxas, sm_90).
+  static constexpr int min_blocks_per_sm = Shape::cap != 8 ? 0 : sizeof(Real) == 8 ? 3 : 6;
+  // Staging as UnrolledTeam's: off for float64 at n = 4, 8 and 32 (0.91-0.93 of the time at
+  // n = 4 and 32; at n = 32 four teams fit a block instead of two, twice the resident warps;
+  // at n = 8 with the three blocks above), on at n = 16 and in float32.
+  static constexpr Staging staging =
+      sizeof(Real) == 8 && (Shape::N == 4 || Shape::N == 8 || Shape::N == 32) ? Staging::off
+                                                                              : Staging::on;
   // The softmax base's rows of P transposed through team storage instead of n more
   // exponentials a lane, where a lane has one slot (n <= 32): its n + 1 vectors then fit under
   // the tape's capacity.
@@ -88,7 +101,7 @@ void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<R
         storage = body.storage_reals(tape, n, stride);
       launch_teams<Real, Shape, decltype(orientation)::value>(
           problem.logits.data, problem.grad_output.data, result.grad_logits.data, result.status,
-          result.iterations, problem.grad_output.batch, n, body, Staging::on,
+          result.iterations, problem.grad_output.batch, n, body, decltype(body)::staging,
           static_cast<int>(storage), stream_of(problem));
     });
   });
