@@ -40,12 +40,12 @@ struct UnrolledTeam {
 // The forwards with eps and tilekernels (solvers/unrolled/convention_unrolled_team.hpp).
 template <class Real, class Shape>
 struct ConventionUnrolledTeam {
-  // float64 at n = 5..8: left to itself, ptxas holds the kernel to 128 registers and spills;
-  // a minimum of three blocks gives 162 without spills (one block: 188), so that three fit an
-  // SM where staging's shared memory does not hold them to two (at n = 4, 122 registers
-  // instead of 94 changed nothing). float32 at n = 5..8: left to itself 80 registers and 44
-  // bytes of spill stores; six blocks (at most 85 registers) give 79 without spills, the
-  // occupancy the default's 80 registers have (ptxas, sm_90).
+  // float64 at n = 5..8: a minimum of three blocks gives 162 registers without spills, so that
+  // three blocks fit an SM where staging's shared memory does not hold them to two (as
+  // measured; with a minimum of one, 188 registers, two blocks; with none, 160). float32 at
+  // n = 5..8: left to itself 80 registers and 44 bytes of spill stores; six blocks (at most 85
+  // registers) give 79 without spills, the occupancy the default's 80 registers have (ptxas,
+  // sm_90).
   static constexpr int min_blocks_per_sm = Shape::cap != 8 ? 0 : sizeof(Real) == 8 ? 3 : 6;
   // Staging as UnrolledTeam's: off for float64 at n = 4, 8 and 32 (0.91-0.93 of the time at
   // n = 4 and 32; at n = 32 four teams fit a block instead of two, twice the resident warps;
