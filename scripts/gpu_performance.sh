@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, after `bash .devdeps/device-build.sh /tmp/build`, from the repository root:
-# the CUDA parity tests, sinkgrad_bench_cuda, then sinkgrad beside the seeds' Triton kernels
-# and torch.linalg.solve (experiments/compare_with_seeds.py), whose table is printed last, and
-# beside TransformerEngine's fused mHC Sinkhorn at n = 4 (te_vs_sinkgrad_bench.py, step te).
+# the CUDA parity tests, sinkgrad_bench_cuda, sinkgrad beside the seeds' Triton kernels and
+# torch.linalg.solve (experiments/compare_with_seeds.py), then beside TransformerEngine's fused
+# mHC Sinkhorn at n = 4 (te_vs_sinkgrad_bench.py, step te); each comparison prints its table.
 #   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare,te,conventions]
 # The second argument picks steps (one command of the device tool has 10 minutes; conventions,
 # the forward and unrolled of every forward convention, runs only when named);
