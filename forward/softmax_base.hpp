@@ -47,10 +47,10 @@ SINKGRAD_HD Real log_plus_eps(const ConventionForward<Real>& c, Real log_s) {
 // Each row of S is formed by the lane that owns it, column s of P: e = exp(M_sk - max_k M_sk)
 // once, for the sum and, times 1 / sum plus eps, for P (S's relative error does not grow with
 // |lse|). A one-lane team owns every column and reads (or copies) P's rows out of them. A lane
-// of several takes its rows of P transposed through `scratch` (n cap Reals of team storage,
-// for a team of one slot per lane), or without it from the shared maxima and
-// reciprocals: exp of the same differences, so P and its columns are the same bits either way,
-// from n or 2 n exponentials per lane.
+// of several takes its rows of P transposed through `scratch` (n vectors of team.stride()
+// Reals of team storage, for a team of one slot per lane), or without it from the shared maxima
+// and reciprocals: exp of the same differences, so P and its columns are the same bits either
+// way, from n or 2 n exponentials per lane.
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
                                    const ConventionForward<Real>& c, bool& finite, Rows& P,
@@ -89,16 +89,17 @@ SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
   if constexpr (Team::one_lane) {
     copy_columns_of_rows(team, P, Pt);
   } else if (scratch != nullptr) {
-    // Entry (r, c) of P at scratch[r cap + (c + r) mod cap]: the lanes' stores of a row and their
-    // loads of their own rows then fall on distinct banks (unskewed, a warp-wide team read its
-    // rows from one bank, and the float32 n = 32 kernel ran 2.6% slower on an H100).
+    // Entry (r, c) of P at scratch[r stride + (c + r) mod cap]: the lanes' stores of a row and
+    // their loads of their own rows then fall on distinct banks (unskewed, a warp-wide team read
+    // its rows from one bank, and the float32 n = 32 kernel ran 2.6% slower on an H100).
     static_assert((Team::cap & (Team::cap - 1)) == 0, "the skew wraps with a mask");
     constexpr int wrap = Team::cap - 1;
+    const int stride = team.stride();  // >= cap: a vector of team storage
     team.each([&](Slot s) {
       SINKGRAD_UNROLL
       for (int k = 0; k < Team::cap; ++k) {
         if (k >= n) break;
-        scratch[k * Team::cap + ((s.i + k) & wrap)] = Pt[s][k];
+        scratch[k * stride + ((s.i + k) & wrap)] = Pt[s][k];
       }
     });
     team.sync();
@@ -106,7 +107,7 @@ SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
       SINKGRAD_UNROLL
       for (int j = 0; j < Team::cap; ++j) {
         if (j >= n) break;
-        P[s][j] = scratch[s.i * Team::cap + ((j + s.i) & wrap)];
+        P[s][j] = scratch[s.i * stride + ((j + s.i) & wrap)];
       }
     });
     team.sync();  // the scratch's next writer may be another lane
