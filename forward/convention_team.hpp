@@ -148,18 +148,27 @@ SINKGRAD_HD void log_domain_step(const Team& team, const Base& base,
 // b = 1 / u, u = c_b + P^T a (lines: the columns of P, other: a, scaling: b, eps_term: c_b;
 // the eps term c_b = eps / (old b) is the sum's start), then c_b <- eps u; the row half the
 // same with the rows of P, b, a and c_a.
-template <class Real, class Team, class Lines>
-SINKGRAD_HD void convention_half_step(const Team& team, const Lines& lines,
-                                      const ConventionForward<Real>& c,
-                                      const typename Team::Vec& other, typename Team::Vec& scaling,
-                                      typename Team::Vec& eps_term) {
+// all_other: the whole of `other` (a share(), or Ones for tilekernels' first row half, whose b
+// is b_0 = 1: without a share, the replay's step then makes none or two).
+template <class Real, class Team, class Lines, class All>
+SINKGRAD_HD void convention_half_step_from(const Team& team, const Lines& lines,
+                                           const ConventionForward<Real>& c, const All& all_other,
+                                           typename Team::Vec& scaling,
+                                           typename Team::Vec& eps_term) {
   const int n = team.n();
-  const auto& all_other = team.share(other);
   team.each([&](Slot s) {
     const Real u = dot_n<Team::cap>(lines[s], all_other, n, eps_term[s]);
     scaling[s] = reciprocal_in_range(u);
     eps_term[s] = c.eps * u;
   });
+}
+
+template <class Real, class Team, class Lines>
+SINKGRAD_HD void convention_half_step(const Team& team, const Lines& lines,
+                                      const ConventionForward<Real>& c,
+                                      const typename Team::Vec& other, typename Team::Vec& scaling,
+                                      typename Team::Vec& eps_term) {
+  convention_half_step_from<Real>(team, lines, c, team.share(other), scaling, eps_term);
 }
 
 // The log-domain form of convention_forward_team (widely spread logits, eps out of range).
@@ -217,17 +226,10 @@ SINKGRAD_HD ForwardOutcome<Real> convention_forward_team(const Team& team, const
       b[s] = 1;
       c_a[s] = c.eps;
     });
-    // Step 1 of the softmax base has no column half; the last step's row half is the epilogue
-    // below. The loop between holds whole steps only (convention_half_step).
+    // Step 1 of the softmax base has no column half (its row half takes b_1 = b_0 = 1 as Ones);
+    // the last step's row half is the epilogue below. The loop between holds whole steps only.
     const int first_whole = c.softmax_base ? 2 : 1;
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDA_ARCH__)
-#pragma GCC diagnostic push  // b is set for every i < n above; GCC 12 cannot see it for a
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // team of run-time n
-#endif
-    if (c.softmax_base && T > 1) convention_half_step<Real>(team, P, c, b, a, c_a);
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDA_ARCH__)
-#pragma GCC diagnostic pop
-#endif
+    if (c.softmax_base && T > 1) convention_half_step_from<Real>(team, P, c, Ones<Real>{}, a, c_a);
     for (int t = first_whole; t < T; ++t) {
       convention_half_step<Real>(team, columns, c, a, b, c_b);
       convention_half_step<Real>(team, P, c, b, a, c_a);

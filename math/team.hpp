@@ -83,6 +83,12 @@ struct ColumnOfRows {
   SINKGRAD_HD auto operator[](int j) const { return rows[Slot{j, j}][k]; }
 };
 
+// The vector of ones as a view (x[j] = 1): a product with it needs no share().
+template <class Real>
+struct Ones {
+  SINKGRAD_HD Real operator[](int) const { return Real(1); }
+};
+
 // start + sum_j a[j] * x[j] for j < n, ascending, each term added with one rounding (fma_of);
 // cap bounds n at compile time on the GPU. Above max_team_n (the GPU's block team, whose rows
 // are in memory, and the CPU's large team) the loop runs to n, eight terms at a time on the GPU:

@@ -42,14 +42,10 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
   Vec c_a{}, c_b{};        // eps / a, eps / b of the state the next step starts from
   Vec y_next{}, z_next{};  // ȳ, z̄ of the step reversed last (step t + 1)
 
-  // Tilekernels' step 1 has no column half. The replay starts it from a = 0 and c_b = 1
-  // instead, which makes that half give b = 1 / (1 + P^T 0) = 1 and c_b = eps exactly, the
-  // values it would have kept; in the reverse a_0 = 0 then takes the adjoint of that half out of
-  // P̄ (P̄ += a_0 z̄^T), and ā_0 is not used. So every step is the same code, without a test.
   SINKGRAD_HD void start(Vec& a, Vec& b) {
     team.each([&](Slot s) {
-      a[s] = c.softmax_base ? 0 : 1;
-      b[s] = 1;  // b_0 itself (e^m) is never read: step 1 takes c_b0
+      a[s] = 1;
+      b[s] = 1;  // b_0 itself (e^m) is never read: step 1 takes c_b0 (tilekernels: b_1 = 1)
     });
     resume(a, b, 0);
   }
@@ -58,18 +54,25 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
   SINKGRAD_HD void resume(const Vec& a, const Vec& b, int t) {
     team.each([&](Slot s) {
       c_a[s] = t == 0 ? c.eps : c.eps * reciprocal_in_range(a[s]);
-      c_b[s] = t == 0 ? (c.softmax_base ? Real(1) : c_b0[s]) : c.eps * reciprocal_in_range(b[s]);
+      c_b[s] = t == 0 ? c_b0[s] : c.eps * reciprocal_in_range(b[s]);
     });
   }
-  SINKGRAD_HD void step(Vec& a, Vec& b, int) {
-    convention_half_step<Real>(team, Pt, c, a, b, c_b);
-    convention_half_step<Real>(team, P, c, b, a, c_a);
+  // Tilekernels' step 1 has no column half: b_1 = b_0 = 1 and c_b = eps (its c_b0) stay, and
+  // its row half takes b as Ones. Either arm makes an even number of shares (two or none), so
+  // the team's exchange buffers alternate the same way after both; the test is uniform.
+  SINKGRAD_HD void step(Vec& a, Vec& b, int t) {
+    if (team_step_has_columns(c, t)) {
+      convention_half_step<Real>(team, Pt, c, a, b, c_b);
+      convention_half_step<Real>(team, P, c, b, a, c_a);
+    } else {
+      convention_half_step_from<Real>(team, P, c, Ones<Real>{}, a, c_a);
+    }
   }
 
   template <class AllB>
-  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev, int) {
+  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev, int t) {
     linear_step_back<Real>(
-        team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev,
+        team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev, team_step_has_columns(c, t),
         [&](Slot s, Real y) { return y_next[s] = y + c.eps * y_next[s]; },
         [&](Slot s, Real b_total) {
           b_bar[s] = 0;  // b_{t-1} enters step t through d_b, carried by z̄
