@@ -24,17 +24,13 @@ struct CgVector {
   typename Team::Vec part[P];
 };
 
-// This lane's part of a . b at slot s.
-template <class Real, class Team, int P>
-SINKGRAD_HD Real dot_part(const CgVector<Team, P>& a, const CgVector<Team, P>& b, Slot s) {
-  Real sum = 0;
-  for (int q = 0; q < P; ++q) sum = fma_of(a.part[q][s], b.part[q][s], sum);
-  return sum;
-}
-
 template <class Real, class Team, int P>
 SINKGRAD_HD Real dot(const Team& team, const CgVector<Team, P>& a, const CgVector<Team, P>& b) {
-  return team.sum([&](Slot s) { return dot_part<Real, Team, P>(a, b, s); });
+  return team.sum([&](Slot s) {
+    Real sum = 0;
+    for (int q = 0; q < P; ++q) sum = fma_of(a.part[q][s], b.part[q][s], sum);
+    return sum;
+  });
 }
 
 // Solves A x = b - shift 1 from x = 0; A.apply(team, p, Ap). history, when not null, receives
@@ -54,17 +50,13 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
       r.part[q][s] = p.part[q][s] = b.part[q][s] - shift;
     }
   });
-  // The first product before r^T r, so that both are summed in one exchange (team.sum2);
-  // where r = 0 already it is not used.
-  A.apply(team, p, Ap);
-  const auto first = team.sum2([&](Slot s) { return dot_part<Real, Team, P>(r, r, s); },
-                               [&](Slot s) { return dot_part<Real, Team, P>(p, Ap, s); });
-  Real rr = first.first;
-  Real curvature = first.second;  // p^T A p of the direction of the iteration below
+  Real rr = dot<Real>(team, r, r);
   const Real threshold = settings.tolerance * settings.tolerance * rr;
   if (record) history[0] = sqrt_of(rr);
   if (rr <= threshold) return {SolveStatus::ok, 0};  // includes b = 0
   for (int it = 1; it <= settings.max_iterations; ++it) {
+    A.apply(team, p, Ap);
+    const Real curvature = dot<Real>(team, p, Ap);
     if (curvature == Real(0) || !is_finite(curvature)) return {SolveStatus::breakdown, it - 1};
     const Real step = rr / curvature;
     team.each([&](Slot s) {
@@ -82,9 +74,6 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
       for (int q = 0; q < P; ++q) p.part[q][s] = fma_of(ratio, p.part[q][s], r.part[q][s]);
     });
     rr = rr_next;
-    if (it == settings.max_iterations) break;
-    A.apply(team, p, Ap);
-    curvature = dot<Real>(team, p, Ap);
   }
   return {SolveStatus::not_converged, settings.max_iterations};
 }
