@@ -57,22 +57,30 @@ struct ConventionLinearReplay : LinearReplay<Real, Team, Matrices, Rows> {
       c_b[s] = t == 0 ? c_b0[s] : c.eps * reciprocal_in_range(b[s]);
     });
   }
+  SINKGRAD_HD void step(Vec& a, Vec& b, int) {
+    convention_half_step<Real>(team, Pt, c, a, b, c_b);
+    convention_half_step<Real>(team, P, c, b, a, c_a);
+  }
   // Tilekernels' step 1 has no column half: b_1 = b_0 = 1 and c_b = eps (its c_b0) stay, and
-  // its row half takes b as Ones. Either arm makes an even number of shares (two or none), so
-  // the team's exchange buffers alternate the same way after both; the test is uniform.
-  SINKGRAD_HD void step(Vec& a, Vec& b, int t) {
-    if (team_step_has_columns(c, t)) {
-      convention_half_step<Real>(team, Pt, c, a, b, c_b);
-      convention_half_step<Real>(team, P, c, b, a, c_a);
-    } else {
-      convention_half_step_from<Real>(team, P, c, Ones<Real>{}, a, c_a);
-    }
+  // its row half takes b as Ones (replay_in_reverse runs it outside its loops).
+  SINKGRAD_HD bool first_step_differs() const { return c.softmax_base; }
+  SINKGRAD_HD void first_step(Vec& a, Vec&) {
+    convention_half_step_from<Real>(team, P, c, Ones<Real>{}, a, c_a);
   }
 
   template <class AllB>
-  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev, int t) {
-    linear_step_back<Real>(
-        team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev, team_step_has_columns(c, t),
+  SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev, int) {
+    back_of<true>(a, b, all_b, a_prev);
+  }
+  template <class AllB>
+  SINKGRAD_HD void first_back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev,
+                              int) {
+    back_of<false>(a, b, all_b, a_prev);
+  }
+  template <bool columns, class AllB>
+  SINKGRAD_HD void back_of(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev) {
+    linear_step_back<Real, columns>(
+        team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev,
         [&](Slot s, Real y) { return y_next[s] = y + c.eps * y_next[s]; },
         [&](Slot s, Real b_total) {
           b_bar[s] = 0;  // b_{t-1} enters step t through d_b, carried by z̄

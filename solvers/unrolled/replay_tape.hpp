@@ -42,7 +42,10 @@ SINKGRAD_HD void load_own(const Team& team, const Real* where, typename Team::Ve
 
 // Runs the forward from replay.start() and calls replay.seed() at step T (own and all
 // components of u_T, all of v_T), then replay.back() for t = T .. 1 with the step's vectors
-// (own components of u_t, v_t and u_{t-1}, all of v_t).
+// (own components of u_t, v_t and u_{t-1}, all of v_t). A replay whose step 1 may differ from
+// the others (replay.first_step_differs(): tilekernels' has no column half) gives that step as
+// first_step() and first_back(), which run outside the loops: a test in every step cost the
+// eps and TileKernels kernels 7-34% on an H100 (docs/performance.md).
 // team.storage(): unrolled_workspace(team.stride(), T, L, Replay::two_sided) Reals.
 template <class Real, class Team, class Replay>
 SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& replay) {
@@ -54,17 +57,31 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
     team.store(where, u);
     if constexpr (two_sided) team.store(where + team.stride(), v);
   };
+  constexpr bool peels = requires(Replay & r, Vec & x) {
+    r.first_step(x, x);
+  };
+  bool peel = false;  // step 1 by first_step and first_back
+  if constexpr (peels) peel = replay.first_step_differs();
   Vec u, v;
   replay.start(u, v);
   if (segments > 1) store_state(tape.checkpoint(0), u, v);
   const int last_start = (segments - 1) * L;
-  for (int t = 1; t <= last_start; ++t) {
+  int first = 1;
+  if constexpr (peels) {
+    if (peel && last_start >= 1) {
+      replay.first_step(u, v);
+      if (L == 1 && last_start > 1) store_state(tape.checkpoint(1), u, v);
+      first = 2;
+    }
+  }
+  for (int t = first; t <= last_start; ++t) {
     replay.step(u, v, t);
     if (t % L == 0 && t < last_start) store_state(tape.checkpoint(t / L), u, v);
   }
   for (int s = segments - 1; s >= 0; --s) {
     const int start = s * L;
     const int end = start + L < T ? start + L : T;
+    const bool peeled = peel && start == 0;  // this segment holds step 1, which is peeled
     team.sync();  // other lanes may still read the previous segment's vectors
     if (s != segments - 1) {
       load_own(team, tape.checkpoint(s), u);
@@ -72,7 +89,14 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
       if constexpr (requires { replay.resume(u, v, start); }) replay.resume(u, v, start);
     }
     team.store(tape.row(0), u);
-    for (int t = start + 1; t <= end; ++t) {
+    if constexpr (peels) {
+      if (peeled) {
+        replay.first_step(u, v);
+        team.store(tape.column(0), v);
+        team.store(tape.row(1), u);
+      }
+    }
+    for (int t = start + 1 + peeled; t <= end; ++t) {
       replay.step(u, v, t);
       team.store(tape.column(t - start - 1), v);
       team.store(tape.row(t - start), u);
@@ -82,12 +106,22 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
     // number of shares, so the team's exchange buffers alternate the same way every step.
     if (s == segments - 1)
       replay.seed(u, v, team.load(tape.row(end - start)), team.load(tape.column(end - start - 1)));
-    for (int t = end; t > start; --t) {
+    const int stop = peeled ? 1 : start;  // as start + peeled (ptxas: without spills at n = 4)
+    for (int t = end; t > stop; --t) {
       Vec u_t, v_t, u_prev;
       load_own(team, tape.row(t - start), u_t);
       load_own(team, tape.column(t - start - 1), v_t);
       load_own(team, tape.row(t - start - 1), u_prev);
       replay.back(u_t, v_t, team.load(tape.column(t - start - 1)), u_prev, t);
+    }
+    if constexpr (peels) {
+      if (peeled) {
+        Vec u_1, v_1, u_0;
+        load_own(team, tape.row(1), u_1);
+        load_own(team, tape.column(0), v_1);
+        load_own(team, tape.row(0), u_0);
+        replay.first_back(u_1, v_1, team.load(tape.column(0)), u_0, 1);
+      }
     }
   }
 }

@@ -36,16 +36,16 @@ namespace sinkgrad::math {
 // the seeds' forward's own terms, or with those of eps (convention_unrolled_team.hpp).
 // Without columns (a step of a row half only: tilekernels' first), P̄ += ȳ b_t^T is all; its
 // ā_{t-1} is not used.
-template <class Real, class Team, class Rows, class Columns, class AllB, class Row, class Column>
+template <class Real, bool columns = true, class Team, class Rows, class Columns, class AllB,
+          class Row, class Column>
 SINKGRAD_HD void linear_step_back(const Team& team, const Rows& P, const Columns& Pt, Rows& Pbar,
                                   typename Team::Vec& a_bar, typename Team::Vec& b_bar,
                                   const typename Team::Vec& a, const AllB& all_b,
-                                  const typename Team::Vec& a_prev, bool columns, Row&& row,
-                                  Column&& column) {
+                                  const typename Team::Vec& a_prev, Row&& row, Column&& column) {
   const int n = team.n();
   typename Team::Vec y_bar, z_bar;
   team.each([&](Slot s) { y_bar[s] = row(s, -a_bar[s] * a[s] * a[s]); });
-  if (!columns) {
+  if constexpr (!columns) {
     team.each([&](Slot s) {
       SINKGRAD_UNROLL
       for (int j = 0; j < Team::cap; ++j) {
@@ -107,8 +107,7 @@ struct LinearReplay {
   template <class AllB>
   SINKGRAD_HD void back(const Vec& a, const Vec& b, const AllB& all_b, const Vec& a_prev, int) {
     linear_step_back<Real>(
-        team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev, /*columns=*/true,
-        [](Slot, Real y) { return y; },
+        team, P, Pt, Pbar, a_bar, b_bar, a, all_b, a_prev, [](Slot, Real y) { return y; },
         [&](Slot s, Real b_total) {
           b_bar[s] = 0;  // b_{t-1} only enters step t - 1
           return -b_total * b[s] * b[s];
