@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""scripts/gpu_bench_compare.py, gpu_bench_conventions.py and ncu_source_summary.py, spawned as
+"""scripts/gpu_bench_compare.py, gpu_bench_conventions.py, gpu_unrolled_ab_summary.py and
+ncu_source_summary.py, spawned as
 a user runs them, on small logs and an ncu source page whose answers are worked out by hand."""
 import os
 import subprocess
@@ -102,6 +103,25 @@ def main():
     check("60  stall_short_sb" in out, out)
     outside = [line for line in out.splitlines() if line.startswith("outside the loops")]
     check(len(outside) == 1 and "20.0% of instructions" in outside[0] and "(10)" in outside[0], out)
+
+    # gpu_unrolled_ab_summary.py: two rounds of each side; base ms 1.0 and 1.1 (median 1.05),
+    # new 0.9 twice; the eps kernel's bits differ between the trees, a cut run is skipped.
+    ab = tempfile.mkdtemp()
+    default, tk, eps = ("unrolled/n8/f32", "unrolled[tilekernels:1e-06]/n8/f32",
+                        "unrolled[columns_first:1e-06]/n8/f32")
+    runs = {"base_1": [(default, 2.0, "a"), (tk, 1.0, "b"), (eps, 2.2, "c")],
+            "base_2": [(default, 2.0, "a"), (tk, 1.1, "b"), (eps, 2.2, "c")],
+            "new_1": [(default, 1.0, "a"), (tk, 0.9, "b"), (eps, 2.2, "d")],
+            "new_2": [(default, 1.0, "a"), (tk, 0.9, "b"), (eps, 2.2, "d")]}
+    for name, rows in runs.items():
+        with open(os.path.join(ab, name + ".txt"), "w", encoding="utf-8") as f:
+            f.writelines(f"{k} {ms} {h}1 {h}2 ok\n" for k, ms, h in rows)
+            f.write("unrolled/n16/f32 3.0")  # cut off: skipped
+    out = run("gpu_unrolled_ab_summary.py", ab, "2")
+    check(cells(out, tk) == ["1.0500", "0.9000", "0.857", "10.0%", "0.900", "0.525", "yes"], out)
+    check(cells(out, eps)[-1] == "NO", out)
+    check(cells(out, default)[2:5] == ["0.500", "0.0%", "1.000"], out)
+    check("n16" not in out, out)
     print("measurement scripts: ok")
 
 
