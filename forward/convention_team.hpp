@@ -148,8 +148,8 @@ SINKGRAD_HD void log_domain_step(const Team& team, const Base& base,
 // b = 1 / u, u = c_b + P^T a (lines: the columns of P, other: a, scaling: b, eps_term: c_b;
 // the eps term c_b = eps / (old b) is the sum's start), then c_b <- eps u; the row half the
 // same with the rows of P, b, a and c_a.
-// all_other: the whole of `other` (a share(), or Ones for tilekernels' first row half, whose b
-// is b_0 = 1: without a share, the replay's step then makes none or two).
+// all_other: the whole of `other`, from a share(), or Ones where `other` is all ones
+// (tilekernels' first row half: b_1 = b_0 = 1), which takes no share.
 template <class Real, class Team, class Lines, class All>
 SINKGRAD_HD void convention_half_step_from(const Team& team, const Lines& lines,
                                            const ConventionForward<Real>& c, const All& all_other,
