@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine: the unrolled team kernels of two source trees, A/B, in about four minutes
-# (no build of the library: tests/benchmarks/unrolled_ab.cu compiled against each tree).
+# On the GPU machine: the unrolled team kernels of two source trees, A/B, without a build of the
+# library (tests/benchmarks/unrolled_ab.cu compiled against each tree, one nvcc per size).
 #   bash scripts/gpu_unrolled_ab.sh NEW.tar.gz BASE.tar.gz [ROUNDS]
 # NEW and BASE: `git archive --format=tar.gz` of the two commits (made where git is). ROUNDS
 # (default 3) runs of base then new; the table (scripts/gpu_unrolled_ab_summary.py) and the raw

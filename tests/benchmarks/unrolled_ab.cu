@@ -3,11 +3,12 @@
 // transposed), launched as solvers/unrolled/unrolled_cuda_teams.cuh launches them, at
 // n = 4, 8, 16, 32 in float32 and float64 (B = 2^20, 2^19 for float64 n = 32; T = 20;
 // normal(0, 1) logits and G). Not a CMake target: scripts/gpu_unrolled_ab.sh compiles it against
-// two trees (one nvcc per size, about 40 s on the GPU machine instead of a build of the library)
-// and runs them alternately. Compiled with -DAB_REAL=float|double -DAB_N=n for a size, or with
-// -DAB_MAIN for main(). Prints "kernel/nN/fP median_ms checksum_T checksum_T_check status": the
-// checksums are of the first 65536 gradients and statuses at T and at a T whose tape is
-// checkpointed, so that two trees can be compared bit for bit.
+// two trees, one nvcc per size (both trees in 136 s on 2 cores; a build of the library takes
+// 400-530 s on the GPU machine's 16), and runs them alternately. Compiled with
+// -DAB_REAL=float|double -DAB_N=n for a size, or with -DAB_MAIN for main(). Prints "kernel/nN/fP
+// median_ms checksum_T checksum_T_check status": the checksums are of the first 65536 gradients and
+// statuses at T and at a T whose tape is checkpointed, so that two trees can be compared bit for
+// bit.
 
 #include <cstdint>
 #include <cstdio>
