@@ -66,11 +66,15 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
   replay.start(u, v);
   if (segments > 1) store_state(tape.checkpoint(0), u, v);
   const int last_start = (segments - 1) * L;
+  // The peeled step 1 repeats what the loops do after a step (checkpoint, tape) and before a
+  // step back (its vectors) rather than share those lines with them through lambdas: that
+  // changed the default kernel's code (its PTX and cubins differ from 19df424's), whose loops
+  // are kept as measured.
   int first = 1;
   if constexpr (peels) {
     if (peel && last_start >= 1) {
       replay.first_step(u, v);
-      if (L == 1 && last_start > 1) store_state(tape.checkpoint(1), u, v);  // as the loop's t = 1
+      if (L == 1 && last_start > 1) store_state(tape.checkpoint(1), u, v);  // the loop's t = 1
       first = 2;
     }
   }

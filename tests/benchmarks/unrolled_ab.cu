@@ -68,7 +68,9 @@ __global__ void fill_normal(Real* x, long long count, unsigned long long seed) {
   }
 }
 
-// One launch of body's kernel as unrolled_teams() makes it for Shape.
+// One launch of body's kernel as unrolled_teams() makes it for Shape: a copy of its per-shape
+// lines (segment, tape, storage, staging), not a call, so that this file compiles against trees
+// from before and after any change to them; keep it in step with unrolled_teams().
 template <class Real, class Shape, TileOrientation orientation, class MakeBody>
 void launch(const Real* M, const Real* G, Real* out, SolveStatus* status, std::int32_t* iterations,
             long long batch, int T, bool two_sided, MakeBody make_body) {
