@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""scripts/gpu_bench_compare.py, gpu_bench_conventions.py, gpu_unrolled_ab_summary.py and
-ncu_source_summary.py, spawned as
+"""scripts/gpu_bench_compare.py, gpu_bench_conventions.py, gpu_unrolled_ab_summary.py,
+ncu_source_summary.py and gpu_bench_rounds.sh (on packs of stand-in benches), spawned as
 a user runs them, on small logs and an ncu source page whose answers are worked out by hand."""
 import os
 import subprocess
@@ -69,9 +69,17 @@ def main():
 
     # Base runs 0 and 2 against new run 1: medians 2.0 and 2.0 at n4 f32 (base 1.0, 3.0 ->
     # 2.0), so 1.000, the base's spread 3.0 / 1.0 - 1 = 200%; n4 f64 base 3.5, new 5.0: 1.429.
+    # Round ratios, n4 f32: 2.0 / 1.0 and 2.0 / 3.0, quartiles (inclusive) 2/3 + 1/4 (4/3) = 1,
+    # 4/3 and 5/3, new slower in round 1; n4 f64: 5.0 / 4.0 and 5.0 / 3.0, median 35/24.
     out = run("gpu_bench_compare.py", logs[0], logs[1], logs[2], logs[1])
-    check(cells(out, "forward/n4/f32") == ["2.000", "2.000", "1.000", "200.0%"], out)
-    check(cells(out, "forward/n4/f64") == ["3.500", "5.000", "1.429", "33.3%"], out)
+    check(cells(out, "forward/n4/f32") == ["2.000", "2.000", "1.000", "200.0%",
+                                           "1.000 / 1.333 / 1.667", "1 of 2"], out)
+    check(cells(out, "forward/n4/f64")[:4] == ["3.500", "5.000", "1.429", "33.3%"], out)
+    check(cells(out, "forward/n4/f64")[4].split(" / ")[1] == "1.458", out)
+    check(cells(out, "forward/n4/f64")[5] == "2 of 2", out)
+    # One round: no round columns.
+    out = run("gpu_bench_compare.py", logs[0], logs[1])
+    check(cells(out, "forward/n4/f32") == ["1.000", "2.000", "2.000", "0.0%"], out)
 
     # An ncu source page: a prologue of 2 instructions run once per warp (10 warps), a loop of
     # 3 run 40 times, an epilogue of 1. Instructions: 20 + 120 + 10 = 150; the loop 80.0%.
@@ -122,6 +130,33 @@ def main():
     check(cells(out, eps)[-1] == "NO", out)
     check(cells(out, default)[2:5] == ["0.500", "0.0%", "1.000"], out)
     check("n16" not in out, out)
+
+    # gpu_bench_rounds.sh on two packs whose "bench" prints fixed tables (base 2.0 ms, new
+    # 3.0 ms; the filter passed through is checked): every round's ratio is 1.5.
+    packs = os.path.join(tmp, "packs")
+    for name, ms in (("base", 2.0), ("new", 3.0)):
+        folder = os.path.join(tmp, "pack_src", name)
+        os.makedirs(folder)
+        fake = os.path.join(folder, "sinkgrad_bench_cuda")
+        with open(fake, "w", encoding="utf-8") as f:
+            f.write("#!/bin/sh\n[ \"$1\" = \"--benchmark_filter=^cg\" ] || exit 3\nsleep 0.1\n"
+                    f"echo '| cg_corrected/n8/f64 | {ms:.3f} | 1 | 0.1 |'\n")
+        os.chmod(fake, 0o755)
+    os.makedirs(os.path.join(packs, "lib"))
+    for name in ("base", "new"):
+        subprocess.run(["tar", "-cJf", os.path.join(packs, name + ".txz"), "-C",
+                        os.path.join(tmp, "pack_src"), name], check=True)
+    done = subprocess.run(["bash", os.path.join(SCRIPTS, "gpu_bench_rounds.sh"), "2", "^cg",
+                           "base", "new"], capture_output=True, text=True, check=False,
+                          env={**os.environ, "SINKGRAD_BENCH_PACKS": packs,
+                               "OUT": os.path.join(tmp, "rounds")})
+    check(done.returncode == 0, f"gpu_bench_rounds.sh: exit {done.returncode}\n{done.stderr}")
+    row = cells(done.stdout, "cg_corrected/n8/f64")
+    rounds = int(done.stdout.split(" rounds")[0].split()[-1])
+    check(rounds >= 2 and row[:4] == ["2.000", "3.000", "1.500", "0.0%"], done.stdout)
+    check(row[4:] == ["1.500 / 1.500 / 1.500", f"{rounds} of {rounds}"], done.stdout)
+    for kept in ("new_over_base.md", "logs.tgz"):
+        check(os.path.exists(os.path.join(tmp, "rounds", kept)), done.stdout)
     print("measurement scripts: ok")
 
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Here (no GPU needed): builds sinkgrad_bench_cuda of each commit for the H100 (sm_90) and packs
+# it with the libraries it loads into .devdeps/bench/NAME.txz, for scripts/gpu_bench_rounds.sh
+# on the GPU machine, which then builds nothing. Each build takes 7-15 minutes on 2 cores.
+#   bash scripts/prebuilt_bench.sh NAME=COMMIT [NAME=COMMIT ...]    e.g. base=33a0c56 head=HEAD
+# The packs (about 23 MB each, 7 MB for trees before the block team) travel with
+# `carry: [".devdeps/bench"]`, whose 64 MiB limit holds two or three of them.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=$root/.devdeps/bench
+work=${SINKGRAD_PREBUILT_WORK:-/tmp/sinkgrad-prebuilt}
+mkdir -p "$out/lib" "$work"
+cp -L /usr/local/cuda/lib64/libcudart.so.13 "$(ldconfig -p | awk '/libbenchmark\.so\./ {print $NF; exit}')" \
+  "$out/lib/"
+for pair in "$@"; do
+  name=${pair%%=*}
+  commit=${pair#*=}
+  src=$work/$name
+  rm -rf "$src" && mkdir -p "$src"
+  git -C "$root" archive "$commit" | tar -x -C "$src"
+  cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSINKGRAD_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 > "$work/$name.configure.log"
+  ninja -C "$src/build" sinkgrad_bench_cuda > "$work/$name.build.log"
+  mkdir -p "$work/pack/$name"
+  cp "$src/build/bin/sinkgrad_bench_cuda" "$src"/build/lib/*.so "$work/pack/$name/"
+  tar -C "$work/pack" -cf - "$name" | xz -T0 -6 > "$out/$name.txz"
+  echo "$name ($commit): $(du -h "$out/$name.txz" | cut -f1)"
+done
