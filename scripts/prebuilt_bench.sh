@@ -19,8 +19,10 @@ for pair in "$@"; do
   rm -rf "$src" && mkdir -p "$src"
   git -C "$root" archive "$commit" | tar -x -C "$src"
   cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSINKGRAD_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 > "$work/$name.configure.log"
-  ninja -C "$src/build" sinkgrad_bench_cuda > "$work/$name.build.log"
+    -DCMAKE_CUDA_ARCHITECTURES=90 > "$work/$name.configure.log" 2>&1 ||
+    { echo "$name: configure failed, see $work/$name.configure.log" >&2; exit 1; }
+  ninja -C "$src/build" sinkgrad_bench_cuda > "$work/$name.build.log" 2>&1 ||
+    { echo "$name: build failed, see $work/$name.build.log" >&2; exit 1; }
   mkdir -p "$work/pack/$name"
   cp "$src/build/bin/sinkgrad_bench_cuda" "$src"/build/lib/*.so "$work/pack/$name/"
   tar -C "$work/pack" -cf - "$name" | xz -T0 -6 > "$out/$name.txz"

@@ -157,6 +157,27 @@ def main():
     check(row[4:] == ["1.500 / 1.500 / 1.500", f"{rounds} of {rounds}"], done.stdout)
     for kept in ("new_over_base.md", "logs.tgz"):
         check(os.path.exists(os.path.join(tmp, "rounds", kept)), done.stdout)
+
+    # A bench that fails on its third call, which is in round 3 (each bench runs once a round):
+    # the 2 complete rounds are still compared, and the exit status says that a run failed.
+    folder = os.path.join(tmp, "pack_src", "flaky")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "sinkgrad_bench_cuda"), "w", encoding="utf-8") as f:
+        f.write(f"#!/bin/sh\ncalls={tmp}/flaky_calls\nn=$(($(cat $calls 2>/dev/null || echo 0) + 1))"
+                "\necho $n > $calls\n[ $n -lt 3 ] || exit 4\n"
+                "echo '| cg_corrected/n8/f64 | 4.000 | 1 | 0.1 |'\n")
+    os.chmod(os.path.join(folder, "sinkgrad_bench_cuda"), 0o755)
+    subprocess.run(["tar", "-cJf", os.path.join(packs, "flaky.txz"), "-C",
+                    os.path.join(tmp, "pack_src"), "flaky"], check=True)
+    done = subprocess.run(["bash", os.path.join(SCRIPTS, "gpu_bench_rounds.sh"), "30", "^cg",
+                           "base", "flaky"], capture_output=True, text=True, check=False,
+                          env={**os.environ, "SINKGRAD_BENCH_PACKS": packs,
+                               "OUT": os.path.join(tmp, "flaky_rounds")})
+    check(done.returncode == 1 and "flaky failed in round 3" in done.stderr,
+          f"exit {done.returncode}\n{done.stderr}")
+    check(done.stdout.startswith("2 rounds"), done.stdout)
+    check(cells(done.stdout, "cg_corrected/n8/f64")[2:6] ==
+          ["2.000", "0.0%", "2.000 / 2.000 / 2.000", "2 of 2"], done.stdout)
     print("measurement scripts: ok")
 
 
