@@ -11,6 +11,7 @@
 //   team.n()                 the matrix size
 //   team.each(f)             f(Slot) for every component this lane owns (i < n), slots ascending
 //   team.sum(f)              the sum over all components of f(Slot), in the canonical order
+//   team.sum2(f, g)          {team.sum(f), team.sum(g)}, the same bits, in one exchange
 //   team.max(f)              the largest f(Slot) over all components
 //   team.all(ok)             whether ok holds on every lane
 //   team.broadcast(i, f)     f(Slot{i, k}) of the lane owning component i, on every lane (on
@@ -81,6 +82,12 @@ struct ColumnOfRows {
   const Rows& rows;
   int k;
   SINKGRAD_HD auto operator[](int j) const { return rows[Slot{j, j}][k]; }
+};
+
+// Two team sums (team.sum2).
+template <class Real>
+struct SumPair {
+  Real first, second;
 };
 
 // The vector of ones as a view (x[j] = 1): a product with it needs no share().
@@ -186,6 +193,11 @@ class CpuTeam {
   template <class F>
   Real sum(F&& f) const {
     return canonical_sum<Real>(n(), [&](int i) { return f(Slot{i, i}); });
+  }
+
+  template <class F, class G>
+  SumPair<Real> sum2(F&& f, G&& g) const {
+    return {sum(f), sum(g)};
   }
 
   template <class F>

@@ -83,6 +83,11 @@ class CudaBlockTeam {
     return reduce(f, false, [](Real a, Real b) { return a + b; });
   }
 
+  template <class F, class G>
+  __device__ math::SumPair<Real> sum2(F&& f, G&& g) const {
+    return {sum(f), sum(g)};
+  }
+
   template <class F>
   __device__ Real max(F&& f) const {
     return reduce(f, true, [](Real a, Real b) { return math::max_of(a, b); });

@@ -109,6 +109,22 @@ class CudaTeam {
     return partial;
   }
 
+  // Both butterflies interleaved: the latency of one for the two sums.
+  template <class F, class G>
+  __device__ math::SumPair<Real> sum2(F&& f, G&& g) const {
+    Real first = 0, second = 0;
+    each([&](math::Slot s) {
+      first += f(s);
+      second += g(s);
+    });
+#pragma unroll
+    for (int distance = W / 2; distance > 0; distance /= 2) {
+      first = first + __shfl_xor_sync(mask_, first, distance, W);
+      second = second + __shfl_xor_sync(mask_, second, distance, W);
+    }
+    return {first, second};
+  }
+
   template <class F>
   __device__ Real max(F&& f) const {
     Real largest = f(math::Slot{lane_ < n() ? lane_ : 0, 0});

@@ -22,11 +22,10 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   // cannot reduce it: when b is far smaller than the terms it is the difference of, that mean
   // alone stayed above the tolerance, and CG stepped into the null space (n = 2: one step left
   // 2.8e-12 ||b||, the next had curvature 1e-43, the third 0, a breakdown). CG starts from b
-  // with its mean removed, subtracted where CG copies b (its shift): a pass of its own over b
-  // took 6% longer on the CPU at n = 4 float64 (6.05 against 5.69 ms, B = 65536, 4 runs each).
-  const Real mean = team.sum([&](Slot s) { return b.part[0][s]; }) * (Real(1) / Real(team.n()));
+  // with its mean removed, where it copies b: a pass of its own over b took 6% longer on the
+  // CPU at n = 4 float64 (6.05 against 5.69 ms, B = 65536, 4 runs each).
   const CorrectedSchurOperator<Real, Team, Matrices> schur(team, mats, m);
-  const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history, mean);
+  const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history, true);
   if (outcome.status == SolveStatus::breakdown) return team_fail<Real>(team, mats, outcome.status);
   typename Team::Vec alpha;
   team_schur_alpha<Real>(team, mats, true, m, beta.part[0], alpha);
