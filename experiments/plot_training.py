@@ -41,47 +41,12 @@ from system_python import require_modules  # noqa: E402
 
 require_modules(("h5py", "matplotlib", "numpy"), "python3-numpy python3-h5py python3-matplotlib")
 
-import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 import plot_style as ps  # noqa: E402
 from plot_style import plt  # noqa: E402
-
-BACKWARD_ORDER = ["unrolled", "cg_corrected", "cg_plain", "direct"]
-
-
-def read(path):
-    """Every complete run: its attributes as plain Python values, its datasets under "data"."""
-    runs = []
-    with h5py.File(path, "r") as log:
-        if log.attrs.get("schema") != "sinkgrad-training-log":
-            sys.exit(f"plot_training.py: '{path}' is not a training-study log")
-        header = dict(log.attrs)
-        for group in log["runs"].values():
-            if int(group.attrs.get("complete", 0)) != 1:
-                continue
-            run = {k: (v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v)
-                   for k, v in group.attrs.items()}
-            run["data"] = {k: group[k][()] for k in group}  # names shared with attributes
-            runs.append(run)
-    if not runs:
-        sys.exit(f"plot_training.py: '{path}' holds no complete run")
-    return header, runs
-
-
-def ordered(values, order=BACKWARD_ORDER):
-    return sorted(set(values), key=lambda v: (order.index(v) if v in order else len(order), v))
-
-
-def select(runs, **where):
-    return [r for r in runs if all(r[k] == v for k, v in where.items())]
-
-
-def seed_stack(runs, key):
-    """The seeds' arrays of one dataset, cut to the shortest, as (seeds, length)."""
-    arrays = [np.asarray(r["data"][key], dtype=float) for r in runs]
-    length = min(len(a) for a in arrays)
-    return np.array([a[:length] for a in arrays])
+from training_results import (forward_rows, forward_title, ordered, read, seed_stack,  # noqa: E402
+                              select, table, unrolled_by_seed)
 
 
 def smooth(values, width):
@@ -137,20 +102,6 @@ def plot_loss_curves(runs, forward, style, out, dpi, stamp):
     ps.stamp(fig, stamp)
     name = f"{out[1]}_loss_curves_{ps.slug(forward)}.png"
     return ps.finish(fig, axes, os.path.join(out[0], name), dpi)
-
-
-def forward_rows(runs):
-    return ordered((r["forward"] for r in runs), ["columns_first", "rows_first", "tilekernels"])
-
-
-def forward_title(runs, forward):
-    eps = select(runs, forward=forward)[0]["eps"]
-    return f"forward {forward}" + (f" (eps = {eps:g})" if eps else "")
-
-
-def unrolled_by_seed(runs, forward, T):
-    return {r["seed"]: r["final_eval_loss"]
-            for r in select(runs, forward=forward, T=T, backward="unrolled")}
 
 
 def plot_final_loss(runs, style, out, dpi, stamp):
@@ -289,44 +240,6 @@ def plot_time_memory(runs, style, out, dpi, stamp):
             ax.grid(True, alpha=0.35)
     ps.stamp(fig, stamp)
     return ps.finish(fig, axes, os.path.join(out[0], f"{out[1]}_time_memory.png"), dpi)
-
-
-def table(runs):
-    """One Markdown row per forward, backward and T: final evaluation loss (mean and the seeds'
-    range), whether that mean lies within the unrolled seeds' range, its difference to the
-    unrolled run of the same seed (same weights and batches; mean and range), the gradient's median
-    relative error against unrolled, the fraction of matrices not solved ok, step and
-    backward time, and the backward's peak memory."""
-    print("| forward | backward | T | final eval loss: mean [min, max] | within unrolled's "
-          "range | minus unrolled, same seed: mean [min, max] | grad rel. error (median) | not ok | "
-          "step ms | backward ms | backward MiB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for forward in forward_rows(runs):
-        for backward in ordered(r["backward"] for r in runs):
-            for T in sorted({r["T"] for r in runs}):
-                chosen = select(runs, forward=forward, backward=backward, T=T)
-                exact = select(runs, forward=forward, backward="unrolled", T=T)
-                if not chosen:
-                    continue
-                losses = [r["final_eval_loss"] for r in chosen]
-                mean = np.mean(losses)
-                within, paired = "", ""
-                if exact:
-                    ref = [r["final_eval_loss"] for r in exact]
-                    within = "yes" if min(ref) <= mean <= max(ref) else "no"
-                    by_seed = {r["seed"]: r["final_eval_loss"] for r in exact}
-                    diffs = [r["final_eval_loss"] - by_seed[r["seed"]] for r in chosen
-                             if r["seed"] in by_seed]
-                    paired = (f"{np.mean(diffs):+.4f} [{min(diffs):+.4f}, {max(diffs):+.4f}]"
-                              if diffs else "")
-                status = np.sum([r["status_counts"] for r in chosen], axis=0)
-                error = np.median(np.concatenate([r["data"]["grad_rel_error"] for r in chosen]))
-                print(f"| {forward} | {backward} | {T} | {mean:.4f} [{min(losses):.4f}, "
-                      f"{max(losses):.4f}] | {within} | {paired} | {error:.2e} | "
-                      f"{1 - status[0] / status.sum():.2%} | "
-                      f"{1e3 * np.mean([r['step_seconds_median'] for r in chosen]):.1f} | "
-                      f"{1e3 * np.mean([r['backward_seconds_median'] for r in chosen]):.1f} | "
-                      f"{np.mean([r['backward_peak_bytes'] for r in chosen]) / 2**20:.2f} |")
 
 
 def main():

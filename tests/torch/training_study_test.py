@@ -97,6 +97,19 @@ def main(study, plot, work):
     for path in written:
         require(os.path.getsize(path) > 0, f"{path} is empty")
     print(f"training_study_test: plot_training.py wrote {len(written)} figures")
+    # --table: one row per backward and T, unrolled minus itself exactly 0
+    text = subprocess.run([sys.executable, plot, log, "--table"], check=True,
+                          capture_output=True, text=True).stdout
+    rows = [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in text.splitlines()[2:]]
+    require({(r[1], int(r[2])) for r in rows} == {(b, T) for b in BACKWARDS for T in TS}
+            and len(rows) == len(BACKWARDS) * len(TS), f"--table rows: {text}")
+    for r in rows:
+        require(r[0] == "columns_first", f"--table row {r}")
+        if r[1] == "unrolled":
+            require(r[4] == "yes" and r[5] == "+0.0000 [+0.0000, +0.0000]"
+                    and float(r[6]) == 0.0, f"unrolled against itself: {r}")
+    print(f"training_study_test: plot_training.py --table gave {len(rows)} rows")
 
     # The other forward conventions reach the layer: tilekernels with its eps, and unrolled
     # still agrees exactly with itself.
