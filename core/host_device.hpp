@@ -119,6 +119,18 @@ SINKGRAD_HD Real quiet_nan() {
   return Real(0) / Real(0);  // std::numeric_limits is not usable in device code
 }
 
+// 2^-e for the exponent e of x (finite, > 0), e no smaller than the least exponent whose 2^-e is
+// finite: the power of two that brings x to [1, 2), or as near as it can. Multiplying by it
+// changes no bits but the exponent while nothing leaves the normal range.
+SINKGRAD_HD float unit_scale(float x) {
+  const int e = ::ilogbf(x);
+  return ::ldexpf(1.0f, e < -126 ? 126 : -e);
+}
+SINKGRAD_HD double unit_scale(double x) {
+  const int e = ::ilogb(x);
+  return ::ldexp(1.0, e < -1022 ? 1022 : -e);
+}
+
 template <class Real>
 struct Epsilon;
 template <>

@@ -33,6 +33,52 @@ SINKGRAD_HD Real dot(const Team& team, const CgVector<Team, P>& a, const CgVecto
   });
 }
 
+// r^T r at CG's start inside which neither it nor its tolerance's share (tolerance^2 r^T r) nor
+// the curvatures after it leave the normal range: 2^(min_exponent / 2) .. 2^(max_exponent / 2).
+template <class Real>
+struct CgStartRange;
+template <>
+struct CgStartRange<float> {
+  static constexpr float low = 0x1p-62f, high = 0x1p64f;
+};
+template <>
+struct CgStartRange<double> {
+  static constexpr double low = 0x1p-510, high = 0x1p512;
+};
+
+// CG's start: x = 0, r = p = scale b, minus its mean with remove_mean (P = 1); returns r^T r.
+template <class Real, class Team, int P>
+SINKGRAD_HD Real cg_start(const Team& team, const CgVector<Team, P>& b, CgVector<Team, P>& x,
+                          CgVector<Team, P>& r, CgVector<Team, P>& p, bool remove_mean,
+                          Real scale) {
+  if (P == 1 && remove_mean) {
+    // sum b and sum b^2 in one exchange, and r^T r = sum b^2 - (sum b)^2 / n. The mean's own
+    // sum before r^T r's made cg_corrected at n = 16 and 32 1.2-3.3% slower on an H200 than
+    // without it; in one exchange, 0.3-1.1%. The difference loses nothing where the mean is
+    // small beside b; where it is not (the case the mean is removed for), r^T r is summed.
+    const SumPair<Real> sums = team.sum2([&](Slot s) { return scale * b.part[0][s]; },
+                                         [&](Slot s) {
+                                           const Real v = scale * b.part[0][s];
+                                           return v * v;
+                                         });
+    const Real mean = sums.first * (Real(1) / Real(team.n()));
+    team.each([&](Slot s) {
+      x.part[0][s] = 0;
+      r.part[0][s] = p.part[0][s] = scale * b.part[0][s] - mean;
+    });
+    const Real mean_part = sums.first * mean;  // n mean^2
+    return mean_part <= sums.second * Real(1.0 / 1024) ? sums.second - mean_part
+                                                       : dot<Real>(team, r, r);
+  }
+  team.each([&](Slot s) {
+    for (int q = 0; q < P; ++q) {
+      x.part[q][s] = 0;
+      r.part[q][s] = p.part[q][s] = scale * b.part[q][s];
+    }
+  });
+  return dot<Real>(team, r, r);
+}
+
 // Solves A x = b from x = 0, or A x = b - mean(b) 1 with remove_mean (P = 1). A.apply(team, p,
 // Ap). history, when not null, receives ||r_k|| for k = 0 .. max_iterations (NaN after the last
 // iteration performed), written by the leader.
@@ -44,33 +90,32 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
   CgVector<Team, P> r, p, Ap;
   const bool record = history != nullptr && team.leader();
   if (record) fill(history, settings.max_iterations + 1, quiet_nan<Real>());
-  Real rr;
-  if (P == 1 && remove_mean) {
-    // sum b and sum b^2 in one exchange, and r^T r = sum b^2 - (sum b)^2 / n. The mean's own
-    // sum before r^T r's made cg_corrected at n = 16 and 32 1.2-3.3% slower on an H200 than
-    // without it; in one exchange, 0.3-1.1%. The difference loses nothing where the mean is
-    // small beside b; where it is not (the case the mean is removed for), r^T r is summed.
-    const SumPair<Real> sums = team.sum2([&](Slot s) { return b.part[0][s]; },
-                                         [&](Slot s) { return b.part[0][s] * b.part[0][s]; });
-    const Real mean = sums.first * (Real(1) / Real(team.n()));
-    team.each([&](Slot s) {
-      x.part[0][s] = 0;
-      r.part[0][s] = p.part[0][s] = b.part[0][s] - mean;
+  // Where r^T r leaves CgStartRange, CG solves for scale b, scale a power of two that brings
+  // max |b| to [1, 2), and multiplies x and the history by 1 / scale: the same bits as the
+  // unscaled solve wherever that neither over- nor underflows. (Without it a float32 G of 1e20
+  // or 1e-25 made r^T r infinite or 0, and CG returned "ok" after no step.)
+  Real scale = 1, unscale = 1;
+  Real rr = cg_start(team, b, x, r, p, remove_mean, Real(1));
+  if (!(rr >= CgStartRange<Real>::low && rr <= CgStartRange<Real>::high)) {
+    const Real largest = team.max([&](Slot s) {
+      Real m = 0;
+      for (int q = 0; q < P; ++q) m = max_of(m, abs_of(b.part[q][s]));
+      return m;
     });
-    const Real mean_part = sums.first * mean;  // n mean^2
-    rr = mean_part <= sums.second * Real(1.0 / 1024) ? sums.second - mean_part
-                                                     : dot<Real>(team, r, r);
-  } else {
-    team.each([&](Slot s) {
-      for (int q = 0; q < P; ++q) {
-        x.part[q][s] = 0;
-        r.part[q][s] = p.part[q][s] = b.part[q][s];
-      }
-    });
-    rr = dot<Real>(team, r, r);
+    if (largest > Real(0) && is_finite(largest)) {  // else b = 0, or the breakdown below
+      scale = unit_scale(largest);
+      unscale = Real(1) / scale;  // exact: a power of two
+      rr = cg_start(team, b, x, r, p, remove_mean, scale);
+    }
   }
+  const auto finish = [&](SolveStatus status, int iterations) {
+    team.each([&](Slot s) {
+      for (int q = 0; q < P; ++q) x.part[q][s] *= unscale;
+    });
+    return MatrixOutcome{status, iterations};
+  };
   const Real threshold = settings.tolerance * settings.tolerance * rr;
-  if (record) history[0] = sqrt_of(rr);
+  if (record) history[0] = sqrt_of(rr) * unscale;
   if (rr <= threshold) return {SolveStatus::ok, 0};  // includes b = 0
   for (int it = 1; it <= settings.max_iterations; ++it) {
     A.apply(team, p, Ap);
@@ -84,16 +129,16 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
       }
     });
     const Real rr_next = dot<Real>(team, r, r);
-    if (record) history[it] = sqrt_of(rr_next);
+    if (record) history[it] = sqrt_of(rr_next) * unscale;
     if (!is_finite(rr_next)) return {SolveStatus::breakdown, it};
-    if (rr_next <= threshold) return {SolveStatus::ok, it};
+    if (rr_next <= threshold) return finish(SolveStatus::ok, it);
     const Real ratio = rr_next / rr;
     team.each([&](Slot s) {
       for (int q = 0; q < P; ++q) p.part[q][s] = fma_of(ratio, p.part[q][s], r.part[q][s]);
     });
     rr = rr_next;
   }
-  return {SolveStatus::not_converged, settings.max_iterations};
+  return finish(SolveStatus::not_converged, settings.max_iterations);
 }
 
 }  // namespace sinkgrad::math

@@ -81,12 +81,24 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
   // thread finds its band eigenvalue at another k, a branch inside the loop ran once per k for
   // the warp (direct(plain) n = 4 float32 1.08x slower with it). So is the stable size, which
   // only a matrix with an eigenvalue in the band needs, and the terms' size (u = s_c - b).
+  // Every size below is taken of b and s_c times `scale`, a power of two that brings the terms
+  // to [1, 2): the measure compares squares, which over- or underflowed for G far from 1
+  // (float32 2^±100), where the same matrix was ill_conditioned at G and ok at 2^100 G. The
+  // scaling changes no decision that the unscaled squares made without leaving the range.
+  Real largest_term = 0;
+  for (int j = 0; j < n; ++j)
+    largest_term = max_of(largest_term, max_of(abs_of(s_c[j]), abs_of(s_c[j] - b[j])));
+  const Real scale =
+      largest_term > Real(0) && is_finite(largest_term) ? unit_scale(largest_term) : Real(1);
   Real terms_squared = 0;
-  for (int j = 0; j < n; ++j) terms_squared += s_c[j] * s_c[j] + (s_c[j] - b[j]) * (s_c[j] - b[j]);
+  for (int j = 0; j < n; ++j) {
+    const Real term = scale * s_c[j], other = scale * (s_c[j] - b[j]);
+    terms_squared += term * term + other * other;
+  }
   // n ambiguous^2 against n eps (stable^2 + terms^2), both sides squares of non-negative numbers.
   Real ambiguous_squared_n = 0;
   if (banded == 1) {
-    ambiguous_squared_n = near_cut_change_squared_n(V, first_banded, first_ratio, n);
+    ambiguous_squared_n = near_cut_change_squared_n(V, first_banded, scale * first_ratio, n);
   } else {
     Real ambiguous_n = 0;  // sqrt(n) times the sum of the changes' norms
     for (int k = 0; k < n; ++k) {
@@ -94,7 +106,7 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
       if (!in_band(abs_of(l))) continue;
       Real projection = 0;
       for (int i = 0; i < n; ++i) projection += V[i * n + k] * b[i];
-      ambiguous_n += sqrt_of(near_cut_change_squared_n(V, k, projection / l, n));
+      ambiguous_n += sqrt_of(near_cut_change_squared_n(V, k, scale * (projection / l), n));
     }
     ambiguous_squared_n = ambiguous_n * ambiguous_n;
   }
@@ -104,7 +116,8 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
   if (ambiguous_squared_n <= Real(n) * eps * terms_squared) return cut;
   Real stable_squared = 0;
   for (int k = 0; k < n; ++k)
-    if (!in_band(abs_of(lambda[k * lambda_stride]))) stable_squared += coef[k] * coef[k];
+    if (!in_band(abs_of(lambda[k * lambda_stride])))
+      stable_squared += (scale * coef[k]) * (scale * coef[k]);
   cut.near_cut = !(ambiguous_squared_n <= Real(n) * eps * (stable_squared + terms_squared));
   return cut;
 }
