@@ -3,7 +3,9 @@
 // against the CPU variant on fresh random inputs, with non-converged forwards and bad matrices
 // mixed into each batch (CG to the bit). Skipped without a GPU.
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <tuple>
 
 #include "tests/cuda/parity_support.hpp"
@@ -52,6 +54,41 @@ TEST_P(SolverParity, CudaMatchesCpu) {
     check<float>();
   else
     check<double>();
+}
+
+// G times 2^k far from 1 (float32 2^+-100, float64 2^+-600), where CG rescales its right-hand
+// side (solvers/cg/cg_math.hpp): CUDA gives the CPU's bits, statuses, iterations and history,
+// warp and block teams alike.
+template <class Real>
+void expect_scaled_cg_parity() {
+  const int far = sizeof(Real) == 4 ? 100 : 600;
+  for (const SolverCase& solver_case : solver_cases()) {
+    if (solver_case.name.rfind("cg", 0) != 0) continue;
+    const auto solver = SolverRegistry::global().create(solver_case.name, solver_case.options);
+    for (int n : {4, 16, 65})
+      for (int k : {-far, far}) {
+        SCOPED_TRACE(solver_case.label() + ", n = " + std::to_string(n) + ", 2^" +
+                     std::to_string(k));
+        auto rng = make_rng(static_cast<std::uint64_t>(n * 31 + k));
+        Inputs<Real> in = make_inputs<Real>(rng, 64, n, 3, /*bad_matrices=*/false);
+        for (index_t i = 0; i < in.G.batch() * n * n; ++i)
+          in.G.data()[i] = std::ldexp(in.G.data()[i], k);
+        const Outputs<Real> cpu = solve_on(*solver, in, Device::cpu);
+        const Outputs<Real> gpu = solve_on(*solver, in, Device::cuda);
+        EXPECT_EQ(gpu.status, cpu.status);
+        EXPECT_EQ(gpu.iterations, cpu.iterations);
+        EXPECT_EQ(0, std::memcmp(gpu.grad.data(), cpu.grad.data(),
+                                 sizeof(Real) * static_cast<std::size_t>(in.G.batch() * n * n)));
+        EXPECT_EQ(0, std::memcmp(gpu.history.data(), cpu.history.data(),
+                                 sizeof(Real) * gpu.history.size()));
+      }
+  }
+}
+
+TEST(SolverParityFarFromOne, CgMatchesTheCpuForGTimesAFarPowerOfTwo) {
+  SINKGRAD_REQUIRE_GPU();
+  expect_scaled_cg_parity<float>();
+  expect_scaled_cg_parity<double>();
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& param_info) {
