@@ -101,7 +101,8 @@ TYPED_TEST(EdgeCases, ImplicitSolversFiniteOrFlaggedForHugeLogits) {
 }
 
 // dL/dM is linear in G, and a power of two commutes with every rounding that stays in the normal
-// range: G times 2^k must give exactly 2^k times the gradient, the same status and iterations.
+// range: G times 2^k must give exactly 2^k times the gradient, the same status and iterations,
+// after the default forward and the eps conventions (tilekernels, rows_first with eps).
 // k is taken where G ⊙ G leaves the finite range (float32 2^±100, about 1e±30; float64 2^±600),
 // which made CG's r^T r infinite or 0 and CG stop at once with "ok" and a wrong gradient
 // (solvers/cg/cg_math.hpp now rescales b there). Results in the subnormal range may differ by
@@ -111,36 +112,40 @@ TYPED_TEST(EdgeCases, GradientScalesExactlyWithAPowerOfTwoTimesG) {
   auto rng = make_rng(604);
   const int far = sizeof(Real) == 4 ? 100 : 600;
   const Real smallest_normal = std::numeric_limits<Real>::min();
+  const ForwardSpec specs[] = {ForwardSpec{}, make_forward_spec("tilekernels"),
+                               make_forward_spec("rows_first", 1e-8)};
   for (int n : {2, 4, 8, 16}) {
     const auto M = uniform_batch<Real>(rng, 16, n, 0.0, 3.0);
     const auto G = normal_batch<Real>(rng, 16, n);
-    for (int T : {3, 500}) {
-      const auto R = forward(M, T);
-      for (const auto& config : all_solver_configs()) {
-        const auto base = solve(*config.create(), M, R, G, T);
-        for (int k : {-far, far}) {
-          SCOPED_TRACE(config.label() + ", n = " + std::to_string(n) +
-                       ", T = " + std::to_string(T) + ", G times 2^" + std::to_string(k));
-          HostBatch<Real> scaled(G.batch(), n);
-          for (index_t i = 0; i < G.batch() * n * n; ++i)
-            scaled.data()[i] = std::ldexp(G.data()[i], k);
-          const auto sol = solve(*config.create(), M, R, scaled, T);
-          EXPECT_EQ(sol.status, base.status);
-          EXPECT_EQ(sol.iterations, base.iterations);
-          index_t differing = 0;
-          for (index_t i = 0; i < G.batch() * n * n; ++i) {
-            const Real expected = std::ldexp(base.grad.data()[i], k);
-            const Real got = sol.grad.data()[i];
-            const bool same = got == expected || (std::isnan(got) && std::isnan(expected)) ||
-                              (std::fabs(expected) < smallest_normal &&
-                               std::fabs(got - expected) <= smallest_normal);
-            if (!same && ++differing <= 3)
-              ADD_FAILURE() << "entry " << i << ": " << got << ", expected " << expected;
+    for (int T : {3, 500})
+      for (const ForwardSpec& spec : specs) {
+        HostBatch<Real> R(M.batch(), n);
+        sinkhorn_forward<Real>(M.view(), T, R.view(), nullptr, Device::cpu, spec);
+        for (const auto& config : all_solver_configs()) {
+          const auto base = solve(*config.create(), M, R, G, T, false, spec);
+          for (int k : {-far, far}) {
+            SCOPED_TRACE(config.label() + ", n = " + std::to_string(n) +
+                         ", T = " + std::to_string(T) + ", G times 2^" + std::to_string(k));
+            HostBatch<Real> scaled(G.batch(), n);
+            for (index_t i = 0; i < G.batch() * n * n; ++i)
+              scaled.data()[i] = std::ldexp(G.data()[i], k);
+            const auto sol = solve(*config.create(), M, R, scaled, T, false, spec);
+            EXPECT_EQ(sol.status, base.status);
+            EXPECT_EQ(sol.iterations, base.iterations);
+            index_t differing = 0;
+            for (index_t i = 0; i < G.batch() * n * n; ++i) {
+              const Real expected = std::ldexp(base.grad.data()[i], k);
+              const Real got = sol.grad.data()[i];
+              const bool same = got == expected || (std::isnan(got) && std::isnan(expected)) ||
+                                (std::fabs(expected) < smallest_normal &&
+                                 std::fabs(got - expected) <= smallest_normal);
+              if (!same && ++differing <= 3)
+                ADD_FAILURE() << "entry " << i << ": " << got << ", expected " << expected;
+            }
+            EXPECT_EQ(differing, 0);
           }
-          EXPECT_EQ(differing, 0);
         }
       }
-    }
   }
 }
 
