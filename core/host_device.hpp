@@ -119,14 +119,17 @@ SINKGRAD_HD Real quiet_nan() {
   return Real(0) / Real(0);  // std::numeric_limits is not usable in device code
 }
 
-// 2^-e for the exponent e of x (finite, > 0), e no smaller than the least exponent whose 2^-e is
-// finite: the power of two that brings x to [1, 2), or as near as it can. Multiplying by it
-// changes no bits but the exponent while nothing leaves the normal range.
+// 2^-e for the exponent e of x, e no smaller than the least exponent whose 2^-e is finite: the
+// power of two that brings x to [1, 2), or as near as it can; 1 for x = 0 or not finite, which
+// have no scale. Multiplying by it changes no bits but the exponent while nothing leaves the
+// normal range.
 SINKGRAD_HD float unit_scale(float x) {
+  if (!(x > 0.0f) || !is_finite(x)) return 1.0f;
   const int e = ::ilogbf(x);
   return ::ldexpf(1.0f, e < -126 ? 126 : -e);
 }
 SINKGRAD_HD double unit_scale(double x) {
+  if (!(x > 0.0) || !is_finite(x)) return 1.0;
   const int e = ::ilogb(x);
   return ::ldexp(1.0, e < -1022 ? 1022 : -e);
 }

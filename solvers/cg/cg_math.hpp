@@ -102,8 +102,9 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
       for (int q = 0; q < P; ++q) m = max_of(m, abs_of(b.part[q][s]));
       return m;
     });
-    if (largest > Real(0) && is_finite(largest)) {  // else b = 0, or the breakdown below
-      scale = unit_scale(largest);
+    const Real rescale = unit_scale(largest);  // 1 for b = 0, or b not finite (a breakdown)
+    if (rescale != Real(1)) {
+      scale = rescale;
       unscale = Real(1) / scale;  // exact: a power of two
       rr = cg_start(team, b, x, r, p, remove_mean, scale);
     }

@@ -88,8 +88,7 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
   Real largest_term = 0;
   for (int j = 0; j < n; ++j)
     largest_term = max_of(largest_term, max_of(abs_of(s_c[j]), abs_of(s_c[j] - b[j])));
-  const Real scale =
-      largest_term > Real(0) && is_finite(largest_term) ? unit_scale(largest_term) : Real(1);
+  const Real scale = unit_scale(largest_term);
   Real terms_squared = 0;
   for (int j = 0; j < n; ++j) {
     const Real term = scale * s_c[j], other = scale * (s_c[j] - b[j]);
