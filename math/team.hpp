@@ -44,9 +44,11 @@
 #if defined(__CUDA_ARCH__)
 #define SINKGRAD_UNROLL _Pragma("unroll")
 #define SINKGRAD_UNROLL_8 _Pragma("unroll 8")
+#define SINKGRAD_NO_UNROLL _Pragma("unroll 1")
 #else
 #define SINKGRAD_UNROLL
 #define SINKGRAD_UNROLL_8
+#define SINKGRAD_NO_UNROLL
 #endif
 
 namespace sinkgrad::math {
