@@ -73,16 +73,15 @@ def table(runs):
         for backward in ordered(r["backward"] for r in runs):
             for T in sorted({r["T"] for r in runs}):
                 chosen = select(runs, forward=forward, backward=backward, T=T)
-                exact = select(runs, forward=forward, backward="unrolled", T=T)
                 if not chosen:
                     continue
                 losses = [r["final_eval_loss"] for r in chosen]
                 mean = np.mean(losses)
                 within, paired = "", ""
-                if exact:
-                    ref = [r["final_eval_loss"] for r in exact]
+                by_seed = unrolled_by_seed(runs, forward, T)
+                if by_seed:
+                    ref = list(by_seed.values())
                     within = "yes" if min(ref) <= mean <= max(ref) else "no"
-                    by_seed = {r["seed"]: r["final_eval_loss"] for r in exact}
                     diffs = [r["final_eval_loss"] - by_seed[r["seed"]] for r in chosen
                              if r["seed"] in by_seed]
                     paired = (f"{np.mean(diffs):+.4f} [{min(diffs):+.4f}, {max(diffs):+.4f}]"
