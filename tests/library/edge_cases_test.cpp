@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
+#include "core/host_device.hpp"
 #include "tests/support/random_inputs.hpp"
 #include "tests/support/solve_helpers.hpp"
 
@@ -98,6 +100,39 @@ TYPED_TEST(EdgeCases, ImplicitSolversFiniteOrFlaggedForHugeLogits) {
         for (int k = 0; k < n * n; ++k) EXPECT_TRUE(std::isnan(sol.grad.data()[b * n * n + k]));
     }
   }
+}
+
+// unit_scale, the power of two CG's rescaled start and direct(plain)'s near-cut measure multiply
+// by, on every exponent with fresh mantissas: finite, and bringing a normal x to [1, 2) (the
+// largest binade too, by a subnormal power); a subnormal x to below 1 by at least 2^(max - 2)
+// (where 2^-ilogb(x) would overflow); 1 for 0, negative numbers, infinities and NaN.
+TYPED_TEST(EdgeCases, UnitScaleBringsEveryExponentToOneTwo) {
+  using Real = TypeParam;
+  using Limits = std::numeric_limits<Real>;
+  auto rng = make_rng(605);
+  std::uniform_real_distribution<Real> mantissa(1, 2);
+  for (Real special : {Real(0), Real(-1), Limits::infinity(), -Limits::infinity(),
+                       Limits::quiet_NaN(), -Limits::denorm_min()})
+    EXPECT_EQ(math::unit_scale(special), Real(1)) << special;
+  for (int e = Limits::min_exponent - Limits::digits - 1; e < Limits::max_exponent; ++e)
+    for (int draw = 0; draw < 16; ++draw) {
+      const Real m = draw == 0   ? Real(1)
+                     : draw == 1 ? std::nextafter(Real(2), Real(1))
+                                 : mantissa(rng);
+      const Real x = std::ldexp(m, e);  // rounds to a subnormal below 2^(min_exponent - 1)
+      if (!(x > 0)) continue;
+      const Real s = math::unit_scale(x);
+      int s_exponent = 0;
+      ASSERT_EQ(std::frexp(s, &s_exponent), Real(0.5)) << x << ": not a power of two, " << s;
+      ASSERT_TRUE(std::isfinite(s)) << x;
+      const long double scaled = static_cast<long double>(x) * static_cast<long double>(s);
+      if (x >= Limits::min()) {
+        EXPECT_TRUE(scaled >= 1 && scaled < 2) << x << " times " << s << " = " << scaled;
+      } else {  // 2^-ilogb(x) may overflow: the largest power that keeps x s below 1 is enough
+        EXPECT_TRUE(scaled > 0 && scaled < 1) << x << " times " << s;
+        EXPECT_GE(s, std::ldexp(Real(1), Limits::max_exponent - 2)) << x;
+      }
+    }
 }
 
 // dL/dM is linear in G, and a power of two commutes with every rounding that stays in the normal
