@@ -94,7 +94,7 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
   // max |b| to [1, 2), and multiplies x and the history by 1 / scale: the same bits as the
   // unscaled solve wherever that neither over- nor underflows. (Without it a float32 G of 1e20
   // or 1e-25 made r^T r infinite or 0, and CG returned "ok" after no step.)
-  Real scale = 1;
+  Real scale = 1, unscale = 1;
   Real rr;
   // One inlined start for both passes: a second copy made cg_corrected float32 n = 8 1.029 of
   // 33a0c56 on an H100 (this form 1.002) and cg_plain(schur) float32 n = 8 1.022 (0.983).
@@ -110,8 +110,8 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
     });
     scale = unit_scale(largest);  // 1 for b = 0, or b not finite (a breakdown)
     if (scale == Real(1)) break;
+    unscale = Real(1) / scale;  // exact, a power of two; off the path of a solve in range
   }
-  const Real unscale = Real(1) / scale;  // exact: a power of two
   const auto finish = [&](SolveStatus status, int iterations) {
     team.each([&](Slot s) {
       for (int q = 0; q < P; ++q) x.part[q][s] *= unscale;
