@@ -119,6 +119,11 @@ SINKGRAD_HD Real quiet_nan() {
   return Real(0) / Real(0);  // std::numeric_limits is not usable in device code
 }
 
+template <class Real>
+SINKGRAD_HD Real infinity() {
+  return Real(1) / Real(0);
+}
+
 // 2^-e for the exponent e of x, e no smaller than the least exponent whose 2^-e is finite: the
 // power of two that brings x to [1, 2), or as near as it can; 1 for x = 0 or not finite, which
 // have no scale. Multiplying by it changes no bits but the exponent while nothing leaves the

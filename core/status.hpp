@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/host_device.hpp"
+
 namespace sinkgrad {
 
 enum class SolveStatus : std::int32_t {
@@ -16,9 +18,17 @@ enum class SolveStatus : std::int32_t {
   // eigenvalue near the pseudo-inverse's cut whose keeping or dropping changes the gradient):
   // another build or device may decide the other way. The gradient is written, not trusted.
   ill_conditioned = 4,
+  // The implicit solve failed, or the forward was too far from converged for it (auto's
+  // max_violation): the gradient written is unrolled's exact one. A success, like ok.
+  fallback = 5,
 };
 
-inline constexpr int status_count = 5;
+inline constexpr int status_count = 6;
+
+// Whether the gradient written is the answer asked for: ok, or replaced by the exact one.
+SINKGRAD_HD bool is_success(SolveStatus status) {
+  return status == SolveStatus::ok || status == SolveStatus::fallback;
+}
 
 std::string_view to_string(SolveStatus status);
 std::string_view describe(SolveStatus status);

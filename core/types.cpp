@@ -39,6 +39,8 @@ std::string_view to_string(SolveStatus status) {
       return "invalid_input";
     case SolveStatus::ill_conditioned:
       return "ill_conditioned";
+    case SolveStatus::fallback:
+      return "fallback";
   }
   return "unknown";
 }
@@ -57,6 +59,9 @@ std::string_view describe(SolveStatus status) {
     case SolveStatus::ill_conditioned:
       return "the system is singular to rounding in a direction that changes the gradient "
              "(direct plain: an eigenvalue near the cut); gradient written but not trusted";
+    case SolveStatus::fallback:
+      return "the implicit solve failed or the forward was too far from converged for it; the "
+             "gradient is unrolled's exact one";
   }
   return "unknown status";
 }

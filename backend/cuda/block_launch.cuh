@@ -4,7 +4,8 @@
 // resident (fewer when their global scratch would exceed block_scratch_budget), each working
 // through the matrices blockIdx.x, blockIdx.x + gridDim.x, ... Its tiles are unpadded n x n
 // matrices in the block's global scratch (a matrix of these sizes does not fit into shared
-// memory), filled and stored with the team kernels' copy_tiles, transposed when asked.
+// memory), filled and stored with the team kernels' copy_tiles, transposed when asked. A subset
+// (matrix_subset.hpp) runs only its matrices.
 
 #include <cuda_runtime.h>
 
@@ -14,6 +15,7 @@
 #include "backend/cuda/block_team.cuh"
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/device_memory.hpp"
+#include "backend/cuda/matrix_subset.hpp"
 #include "backend/cuda/per_matrix_launch.cuh"  // resident_blocks
 #include "backend/cuda/staging.cuh"
 #include "backend/cuda/tiles.cuh"
@@ -32,14 +34,16 @@ template <class Real, bool transposed, class Body>
 __global__ void __launch_bounds__(1024)
     block_team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                       std::int32_t* iterations, index_t batch, int n, long long storage_reals,
-                      Real* scratch, long long block_reals, Body body) {
+                      Real* scratch, long long block_reals, Body body, MatrixSubset subset) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   Real* shared = reinterpret_cast<Real*>(shared_bytes);
   Real* mine = scratch + blockIdx.x * block_reals;
   const int nn = n * n;
   Real* tile0 = mine + block_team_scratch_reals(n, storage_reals);
   Real* tile1 = in1 != nullptr ? tile0 + (nn + 3) / 4 * 4 : tile0;
-  for (index_t b = blockIdx.x; b < batch; b += gridDim.x) {
+  if (!subset.whole()) batch = *subset.count;
+  for (index_t k = blockIdx.x; k < batch; k += gridDim.x) {
+    const index_t b = subset.whole() ? k : subset.index[k];
     copy_tiles<Real, true, 0, transposed>(tile0, nn, n, const_cast<Real*>(in0) + b * nn, 1, n);
     if (in1 != nullptr)
       copy_tiles<Real, true, 0, transposed>(tile1, nn, n, const_cast<Real*>(in1) + b * nn, 1, n);
@@ -64,7 +68,7 @@ __global__ void __launch_bounds__(1024)
 template <class Real, bool transposed, class Body>
 void launch_block_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                         std::int32_t* iterations, index_t batch, int n, Body body,
-                        long long storage_reals, cudaStream_t stream) {
+                        long long storage_reals, cudaStream_t stream, MatrixSubset subset = {}) {
   const int threads = (n + 31) / 32 * 32;
   const long long tile_reals = (static_cast<long long>(n) * n + 3) / 4 * 4;
   const long long block_reals =
@@ -78,7 +82,7 @@ void launch_block_teams(const Real* in0, const Real* in1, Real* out, SolveStatus
   const StreamBuffer scratch(static_cast<std::size_t>(blocks * block_bytes), stream);
   kernel<<<static_cast<unsigned>(blocks), threads, shared_bytes, stream>>>(
       in0, in1, out, status, iterations, batch, n, storage_reals, scratch.as<Real>(), block_reals,
-      body);
+      body, subset);
   SINKGRAD_CUDA_CHECK_LAUNCH("a block team kernel");
 }
 

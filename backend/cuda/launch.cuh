@@ -17,6 +17,7 @@
 
 #include "backend/cuda/block_launch.cuh"
 #include "backend/cuda/check.hpp"
+#include "backend/cuda/matrix_subset.hpp"
 #include "backend/cuda/per_matrix_launch.cuh"  // resident_blocks
 #include "backend/cuda/staging.cuh"
 #include "backend/cuda/staging_policy.hpp"
@@ -83,12 +84,14 @@ constexpr int team_min_blocks() {
 // in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0 (the body writes
 // its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
 // it when status is not null. Each team gets storage_reals (team_storage_reals) of scratch,
-// team.storage(). orientation: the tiles hold the matrices as stored or transposed.
+// team.storage(). orientation: the tiles hold the matrices as stored or transposed. A subset
+// (never staged) runs only its matrices, in slices of its list, each read from and stored to
+// its own place.
 template <class Real, class Shape, TileOrientation orientation, class Body>
 __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                 std::int32_t* iterations, index_t batch, int n, int storage_reals, bool staged,
-                Body body) {
+                Body body, MatrixSubset subset) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   constexpr int W = Shape::W;
   if constexpr (Shape::N > 0) n = Shape::N;
@@ -104,7 +107,6 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
   Real* tiles1 = in1 != nullptr ? tiles0 + teams * tile_reals : tiles0;
   Real* staging0 = tiles0 + layout.tiles_total(teams);
   Real* staging1 = staging0 + layout.staging_reals(teams);
-  const index_t slices = (batch + teams - 1) / teams;
   const index_t nn = index_t(n) * n;
   constexpr bool transposed = orientation == TileOrientation::transposed;
   const auto slice_size = [&](index_t slice) {
@@ -116,6 +118,8 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     if (in1 != nullptr) stage_async(staging1, in1 + slice * teams * nn, total);
   };
 
+  if (!subset.whole()) batch = *subset.count;
+  const index_t slices = (batch + teams - 1) / teams;
   const int team_index = threadIdx.x / W;
   const int lane = threadIdx.x % W;
   const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << ((threadIdx.x % 32) / W * W);
@@ -132,9 +136,18 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
       from1 = staging1;
     }
     __syncthreads();  // the staged slice has landed; the last slice's tiles are stored
-    copy_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride, from0, count, n);
-    if (in1 != nullptr)
-      copy_tiles<Real, true, Shape::N, transposed>(tiles1, tile_reals, stride, from1, count, n);
+    const index_t* listed = subset.whole() ? nullptr : subset.index + slice * teams;
+    if (listed != nullptr) {
+      copy_listed_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride,
+                                                          const_cast<Real*>(in0), listed, count, n);
+      if (in1 != nullptr)
+        copy_listed_tiles<Real, true, Shape::N, transposed>(
+            tiles1, tile_reals, stride, const_cast<Real*>(in1), listed, count, n);
+    } else {
+      copy_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride, from0, count, n);
+      if (in1 != nullptr)
+        copy_tiles<Real, true, Shape::N, transposed>(tiles1, tile_reals, stride, from1, count, n);
+    }
     __syncthreads();  // tiles complete, staging free
     const index_t next = slice + gridDim.x;
     if (staged && next < slices) stage(next);
@@ -142,7 +155,7 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     if (team_index < count) {
       CudaTeam<Real, Shape> team(n, lane, mask, exchange + TeamExchange<Shape>::offset(team_index),
                                  storage + team_index * storage_reals);
-      const index_t b = slice * teams + team_index;
+      const index_t b = listed != nullptr ? listed[team_index] : slice * teams + team_index;
       const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
                                          Tile<Real>{tiles1 + team_index * tile_reals, stride}, b);
       if (status != nullptr && team.leader()) {
@@ -151,8 +164,12 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
       }
     }
     __syncthreads();
-    copy_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride,
-                                                  out + slice * teams * nn, count, n);
+    if (listed != nullptr)
+      copy_listed_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride, out, listed,
+                                                           count, n);
+    else
+      copy_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride,
+                                                    out + slice * teams * nn, count, n);
     if (next >= slices) break;
     slice = next;
   }
@@ -168,10 +185,10 @@ std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inpu
 template <class Real, class Shape, TileOrientation orientation, class Body>
 void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                        std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
-                       int storage_reals, cudaStream_t stream) {
+                       int storage_reals, cudaStream_t stream, MatrixSubset subset) {
   storage_reals = team_storage_reals<Shape>(storage_reals);
   auto kernel = &team_kernel<Real, Shape, orientation, Body>;
-  const bool staged = staging_or_override(staging) == Staging::on;
+  const bool staged = subset.whole() && staging_or_override(staging) == Staging::on;
   int device = 0;
   SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
   int limit = 0;
@@ -196,7 +213,7 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
   const index_t resident = resident_blocks(kernel, teams * Shape::W, bytes);
   const index_t blocks = slices < resident ? slices : resident;
   kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes, stream>>>(
-      in0, in1, out, status, iterations, batch, n, storage_reals, staged, body);
+      in0, in1, out, status, iterations, batch, n, storage_reals, staged, body, subset);
   SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
 }
 
@@ -206,19 +223,20 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
 // storage_reals of team storage, in one launch of as many blocks as fit on the device at once.
 // Shape must match n (with_team_shape); throws Error when a warp team's tiles and storage exceed
 // a block's shared memory. The launch goes to `stream` and returns without waiting. orientation
-// transposed: body sees every input transposed and its output is stored transposed back.
+// transposed: body sees every input transposed and its output is stored transposed back. A
+// subset (matrix_subset.hpp) runs only its matrices; batch is then the whole batch's size.
 template <class Real, class Shape, TileOrientation orientation = TileOrientation::as_stored,
           class Body>
 void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                   std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
-                  int storage_reals = 0, cudaStream_t stream = nullptr) {
+                  int storage_reals = 0, cudaStream_t stream = nullptr, MatrixSubset subset = {}) {
   if (batch <= 0) return;
   if constexpr (Shape::block)  // the block team reads each matrix once, unstaged
     launch_block_teams<Real, orientation == TileOrientation::transposed>(
-        in0, in1, out, status, iterations, batch, n, body, storage_reals, stream);
+        in0, in1, out, status, iterations, batch, n, body, storage_reals, stream, subset);
   else
-    detail::launch_warp_teams<Real, Shape, orientation>(in0, in1, out, status, iterations, batch, n,
-                                                        body, staging, storage_reals, stream);
+    detail::launch_warp_teams<Real, Shape, orientation>(
+        in0, in1, out, status, iterations, batch, n, body, staging, storage_reals, stream, subset);
 }
 
 // How a kernel lays out the smallest matrices. one_thread: n <= 4 in one thread (the shape

@@ -22,7 +22,8 @@
 //     on the device; `work` points to workspace_reals Reals private to the call (shared memory,
 //     uninitialised, 16-byte aligned); `history` is result.residual_history's row b, or null
 //     when result.residual_history is null.
-//   - result.status[b] and result.iterations[b] are written from the outcome; everything else
+//   - result.status[b] and result.iterations[b] are written from the outcome (unless status is
+//     null); everything else
 //     (the gradient) is written by per_matrix itself. Every pointer must be device memory.
 //   - The launch goes to `stream` (default: the legacy default stream) and is asynchronous.
 //     Pass cuda::stream_of(problem): a caller that solves on its own stream
@@ -41,6 +42,7 @@
 #include <string>
 
 #include "backend/cuda/check.hpp"
+#include "backend/cuda/matrix_subset.hpp"
 #include "backend/cuda/stream.cuh"
 #include "core/backward_problem.hpp"
 
@@ -60,17 +62,21 @@ inline std::size_t padded_workspace(std::size_t workspace_reals) {
 
 template <class Real, class PerMatrix>
 __global__ void per_matrix_kernel(BackwardResult<Real> result, index_t batch, std::size_t stride,
-                                  PerMatrix per_matrix) {
+                                  PerMatrix per_matrix, MatrixSubset subset) {
   extern __shared__ __align__(16) unsigned char shared_workspace[];
   Real* work = reinterpret_cast<Real*>(shared_workspace) + threadIdx.x * stride;
   const index_t step = index_t(gridDim.x) * blockDim.x;
-  for (index_t b = index_t(blockIdx.x) * blockDim.x + threadIdx.x; b < batch; b += step) {
+  if (!subset.whole()) batch = *subset.count;
+  for (index_t k = index_t(blockIdx.x) * blockDim.x + threadIdx.x; k < batch; k += step) {
+    const index_t b = subset.whole() ? k : subset.index[k];
     Real* history = result.residual_history != nullptr
                         ? result.residual_history + b * result.history_stride
                         : nullptr;
     const MatrixOutcome outcome = per_matrix(b, work, history);
-    result.status[b] = outcome.status;
-    result.iterations[b] = outcome.iterations;
+    if (result.status != nullptr) {
+      result.status[b] = outcome.status;
+      result.iterations[b] = outcome.iterations;
+    }
   }
 }
 
@@ -147,13 +153,13 @@ std::size_t max_workspace_reals(int threads = 1) {
 template <class Real, class PerMatrix>
 void launch_per_matrix(const BackwardResult<Real>& result, index_t batch,
                        std::size_t workspace_reals, PerMatrix per_matrix,
-                       cudaStream_t stream = nullptr) {
+                       cudaStream_t stream = nullptr, MatrixSubset subset = {}) {
   if (batch <= 0) return;
   const std::size_t stride = detail::padded_workspace(workspace_reals);
   auto kernel = &detail::per_matrix_kernel<Real, PerMatrix>;
   const detail::LaunchShape shape = detail::plan_launch(kernel, batch, stride * sizeof(Real));
   kernel<<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(result, batch, stride,
-                                                                      per_matrix);
+                                                                      per_matrix, subset);
   SINKGRAD_CUDA_CHECK_LAUNCH("a per-matrix kernel");
 }
 

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "core/types.hpp"
+
 namespace sinkgrad::cuda::detail {
 
 // Starts copying count * n^2 Reals of a contiguous batch slice from global memory into
@@ -75,6 +77,24 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contig
       else
         __stcs(contiguous + e, *t);
     }
+  }
+}
+
+// copy_tiles for matrices at listed places: matrix m of the tiles is matrix list[m] of the batch
+// at `batch` (a MatrixSubset's slice). One entry per access: the subsets it serves are small.
+template <class Real, bool to_tiles, int fixed_n, bool transposed = false>
+__device__ void copy_listed_tiles(Real* tiles, int tile_reals, int stride, Real* batch,
+                                  const index_t* list, int count, int n) {
+  if constexpr (fixed_n > 0) n = fixed_n;
+  const unsigned un = n, nn = un * un, total = unsigned(count) * nn;
+  for (unsigned e = threadIdx.x; e < total; e += blockDim.x) {
+    const unsigned m = e / nn, r = e - m * nn, row = r / un, col = r - row * un;
+    Real* t = tiles + m * tile_reals + (transposed ? col * stride + row : row * stride + col);
+    Real* g = batch + list[m] * index_t(nn) + r;
+    if constexpr (to_tiles)
+      *t = *g;
+    else
+      __stcs(g, *t);
   }
 }
 

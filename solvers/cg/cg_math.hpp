@@ -15,7 +15,20 @@ template <class Real>
 struct CgSettings {
   int max_iterations;
   Real tolerance;  // relative to ||b||
+  // The floor under the stopping test, in multiples of the unit roundoff times the size of the
+  // terms that make b (rhs_rounding_floor); 0: the relative test alone.
+  Real floor_factor = 0;
 };
+
+// The absolute floor under CG's stopping test for a right-hand side b_j formed as a difference
+// of terms bounded by `terms` (team_schur_rhs): its rounding error. Where b cancels to that
+// level (mHC's streams that start as copies: the true gradient is zero), ||r|| <= tolerance ||b||
+// asks CG to resolve rounding noise, which it cannot; the floor makes such a matrix converge at
+// once to an answer at rounding level.
+template <class Real>
+SINKGRAD_HD Real rhs_rounding_floor(CgSettings<Real> settings, Real terms) {
+  return settings.floor_factor * (Epsilon<Real>::value / 2) * terms;
+}
 
 // A vector of the system: P components per row slot (P = 1: the n x n Schur systems; P = 2:
 // [α; β] of the 2n block system).
@@ -79,14 +92,15 @@ SINKGRAD_HD Real cg_start(const Team& team, const CgVector<Team, P>& b, CgVector
   return dot<Real>(team, r, r);
 }
 
-// Solves A x = b from x = 0, or A x = b - mean(b) 1 with remove_mean (P = 1). A.apply(team, p,
-// Ap). history, when not null, receives ||r_k|| for k = 0 .. max_iterations (NaN after the last
-// iteration performed), written by the leader.
+// Solves A x = b from x = 0, or A x = b - mean(b) 1 with remove_mean (P = 1), until
+// ||r|| <= max(tolerance ||b||, floor) (floor: absolute, in b's units). A.apply(team, p, Ap).
+// history, when not null, receives ||r_k|| for k = 0 .. max_iterations (NaN after the last
+// iteration performed), written by the leader. On a breakdown x holds the last iterate.
 template <class Real, class Team, int P, class Operator>
 SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A,
                                              const CgVector<Team, P>& b, CgVector<Team, P>& x,
                                              CgSettings<Real> settings, Real* history,
-                                             bool remove_mean = false) {
+                                             bool remove_mean = false, Real floor = 0) {
   CgVector<Team, P> r, p, Ap;
   const bool record = history != nullptr && team.leader();
   if (record) fill(history, settings.max_iterations + 1, quiet_nan<Real>());
@@ -118,13 +132,18 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
     });
     return MatrixOutcome{status, iterations};
   };
-  const Real threshold = settings.tolerance * settings.tolerance * rr;
+  // The floor in the scaled units; its square may overflow to infinity, which still orders
+  // right (b is then negligible beside the terms it was formed from).
+  const Real scaled_floor = floor * scale;
+  const Real threshold =
+      max_of(settings.tolerance * settings.tolerance * rr, scaled_floor * scaled_floor);
   if (record) history[0] = sqrt_of(rr) * unscale;
   if (rr <= threshold) return {SolveStatus::ok, 0};  // includes b = 0
   for (int it = 1; it <= settings.max_iterations; ++it) {
     A.apply(team, p, Ap);
     const Real curvature = dot<Real>(team, p, Ap);
-    if (curvature == Real(0) || !is_finite(curvature)) return {SolveStatus::breakdown, it - 1};
+    if (curvature == Real(0) || !is_finite(curvature))
+      return finish(SolveStatus::breakdown, it - 1);
     const Real step = rr / curvature;
     team.each([&](Slot s) {
       for (int q = 0; q < P; ++q) {
@@ -134,7 +153,7 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
     });
     const Real rr_next = dot<Real>(team, r, r);
     if (record) history[it] = sqrt_of(rr_next) * unscale;
-    if (!is_finite(rr_next)) return {SolveStatus::breakdown, it};
+    if (!is_finite(rr_next)) return finish(SolveStatus::breakdown, it);
     if (rr_next <= threshold) return finish(SolveStatus::ok, it);
     const Real ratio = rr_next / rr;
     team.each([&](Slot s) {

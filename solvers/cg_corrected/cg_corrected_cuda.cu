@@ -1,6 +1,6 @@
 // CUDA batch driver of `cg_corrected`: the team-form algorithm of
 // solvers/cg_corrected/cg_corrected_math.hpp, one team of lanes per matrix
-// (backend/cuda/launch.cuh).
+// (backend/cuda/launch.cuh), on R and G as stored or transposed in the tiles.
 
 #include "solvers/cg_corrected/cg_corrected_cuda.hpp"
 
@@ -14,10 +14,11 @@ template <class Real, class Shape>
 struct CgCorrectedTeam {
   BackwardResult<Real> result;
   math::CgSettings<Real> settings;
+  Real max_violation;
   __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t b) const {
     const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
-    return math::cg_corrected_matrix(team, mats, settings, history_row(result, b));
+    return math::cg_corrected_matrix(team, mats, settings, history_row(result, b), max_violation);
   }
 };
 
@@ -25,20 +26,26 @@ struct CgCorrectedTeam {
 
 template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                  math::CgSettings<Real> settings) {
+                  math::CgSettings<Real> settings, Real max_violation) {
   const int n = problem.grad_output.n;
-  with_team_shape(n, [&](auto shape) {
-    using Shape = decltype(shape);
-    launch_teams<Real, Shape>(
-        problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
-        result.status, result.iterations, problem.grad_output.batch, n,
-        CgCorrectedTeam<Real, Shape>{result, settings}, Staging::on, 0, stream_of(problem));
+  // The exact side eliminated, as cg_plain does (solvers/cg_corrected/cg_corrected_math.hpp):
+  // R^T and G^T, read transposed into the tiles, after a forward that left the columns exact.
+  const bool transposed = last_step_normalises_columns(problem.forward.convention);
+  with_orientation(transposed, [&](auto orientation) {
+    with_team_shape(n, [&](auto shape) {
+      using Shape = decltype(shape);
+      launch_teams<Real, Shape, decltype(orientation)::value>(
+          problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
+          result.status, result.iterations, problem.grad_output.batch, n,
+          CgCorrectedTeam<Real, Shape>{result, settings, max_violation}, Staging::on, 0,
+          stream_of(problem));
+    });
   });
 }
 
 template void cg_corrected(const BackwardProblem<float>&, const BackwardResult<float>&,
-                           math::CgSettings<float>);
+                           math::CgSettings<float>, float);
 template void cg_corrected(const BackwardProblem<double>&, const BackwardResult<double>&,
-                           math::CgSettings<double>);
+                           math::CgSettings<double>, double);
 
 }  // namespace sinkgrad::cuda

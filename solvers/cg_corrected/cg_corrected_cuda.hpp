@@ -11,8 +11,9 @@
 
 namespace sinkgrad::cuda {
 
+// max_violation: as cg_corrected_matrix's (infinity: every matrix is solved).
 template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                  math::CgSettings<Real> settings);
+                  math::CgSettings<Real> settings, Real max_violation);
 
 }  // namespace sinkgrad::cuda

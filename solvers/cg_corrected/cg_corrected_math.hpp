@@ -3,21 +3,32 @@
 // complement built from the actual marginals r, c. S = diag(c) - R^T diag(r)^-1 R is symmetric
 // positive semi-definite with S 1 = 0 and the right-hand side is orthogonal to 1 (made so to
 // rounding below), so CG from 0 stays in range(S) and converges in at most n - 1 steps in exact
-// arithmetic.
+// arithmetic. The drivers eliminate the side the forward's last step made exact (R^T and G^T
+// after rows_first and tilekernels): where dL/dR is constant along it (mHC's streams that start
+// as copies) the true gradient is zero, b then cancels to rounding, and CG's floor
+// (rhs_rounding_floor) returns a gradient at rounding level; eliminating the other side would
+// leave that cancellation to the gradient's assembly, at CG's tolerance.
 
 #include "solvers/cg/cg_math.hpp"
 #include "solvers/implicit/implicit_operators.hpp"
 
 namespace sinkgrad::math {
 
+// max_violation: a matrix whose marginals are farther from one (max |r_i - 1|, |c_j - 1|) is not
+// solved but left to the exact fallback (auto): status fallback, its gradient NaN until then.
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& mats,
-                                              CgSettings<Real> settings, Real* history) {
+                                              CgSettings<Real> settings, Real* history,
+                                              Real max_violation = infinity<Real>()) {
   TeamMarginals<Team> m;
-  if (!team_marginals<Real>(team, mats, m))
+  Real violation = 0;
+  const bool checked = max_violation < infinity<Real>();
+  if (!team_marginals<Real>(team, mats, m, checked ? &violation : nullptr))
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
+  if (!(violation <= max_violation)) return team_fail<Real>(team, mats, SolveStatus::fallback);
   CgVector<Team, 1> b{}, beta{};
-  team_schur_rhs<Real>(team, mats, true, m, b.part[0]);
+  Real terms = 0;
+  team_schur_rhs<Real>(team, mats, true, m, b.part[0], &terms);
   // 1^T b = 0 exactly (sum s_c = sum s_r), so b's rounded mean lies in S's null space, where CG
   // cannot reduce it: when b is far smaller than the terms it is the difference of, that mean
   // alone stayed above the tolerance, and CG stepped into the null space (n = 2: one step left
@@ -25,12 +36,13 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   // with its mean removed, where it copies b: a pass of its own over b took 6% longer on the
   // CPU at n = 4 float64 (6.05 against 5.69 ms, B = 65536, 4 runs each).
   const CorrectedSchurOperator<Real, Team, Matrices> schur(team, mats, m);
-  const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history, true);
-  if (outcome.status == SolveStatus::breakdown) return team_fail<Real>(team, mats, outcome.status);
+  const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history, true,
+                                                   rhs_rounding_floor(settings, terms));
+  // A breakdown keeps its last iterate: NaN only where that gives no finite gradient.
   typename Team::Vec alpha;
   team_schur_alpha<Real>(team, mats, true, m, beta.part[0], alpha);
   if (!team_assemble_gradient<Real>(team, mats, alpha, beta.part[0]))
-    return team_fail<Real>(team, mats, SolveStatus::breakdown);
+    return team_fail<Real>(team, mats, SolveStatus::breakdown, outcome.iterations);
   return outcome;
 }
 

@@ -5,45 +5,77 @@
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
 #include "solvers/cg/cg_options.hpp"
+#include "solvers/cg_corrected/cg_corrected_driver.hpp"
 #include "solvers/cg_corrected/cg_corrected_math.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/cg_corrected/cg_corrected_cuda.hpp"
 #endif
 
 namespace sinkgrad {
+
+template <class Real>
+void cg_corrected_batch(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                        Device device, math::CgSettings<Real> settings, Real max_violation) {
+  if (device == Device::cuda) {
+#if defined(SINKGRAD_WITH_CUDA)
+    return cuda::cg_corrected(problem, result, settings, max_violation);
+#else
+    throw Error("cg_corrected on cuda needs a build with CUDA");
+#endif
+  }
+  const int n = problem.grad_output.n;
+  // The exact side eliminated (cg_corrected_math.hpp): R^T and G^T, read transposed in place,
+  // when the forward's last step normalised columns.
+  const auto solve_with = [&](auto matrices) {
+    using Matrices = decltype(matrices);
+    solve_each_matrix_with_team(
+        result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
+          const Matrices mats{problem.forward_output.matrix(b), problem.grad_output.matrix(b),
+                              result.grad_logits.matrix(b), n};
+          return math::cg_corrected_matrix(team, mats, settings, history, max_violation);
+        });
+  };
+  if (last_step_normalises_columns(problem.forward.convention))
+    solve_with(math::CpuMatrices<Real, true>{});
+  else
+    solve_with(math::CpuMatrices<Real>{});
+}
+
+template void cg_corrected_batch(const BackwardProblem<float>&, const BackwardResult<float>&,
+                                 Device, math::CgSettings<float>, float);
+template void cg_corrected_batch(const BackwardProblem<double>&, const BackwardResult<double>&,
+                                 Device, math::CgSettings<double>, double);
+
 namespace {
 
 class CgCorrectedSolver : public SolverVariants<CgCorrectedSolver> {
  public:
   using SolverVariants::SolverVariants;
 
-  // auto: 2n; n - 1 suffice in exact arithmetic, the rest absorbs rounding.
-  static int auto_iterations(int n) { return 2 * n; }
-
   int history_length(int n, Precision /*precision*/) const override {
-    return cg_history_length(options(), auto_iterations(n));
+    return cg_history_length(options(), cg_corrected_auto_iterations(n));
   }
 
   template <class Real>
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
-    const int n = problem.grad_output.n;
-    const auto settings = cg_settings<Real>(options(), auto_iterations(n));
-    solve_each_matrix_with_team(
-        result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
-          const math::CpuMatrices<Real> mats{problem.forward_output.matrix(b),
-                                             problem.grad_output.matrix(b),
-                                             result.grad_logits.matrix(b), n};
-          return math::cg_corrected_matrix(team, mats, settings, history);
-        });
+    cg_corrected_batch(problem, result, Device::cpu, settings<Real>(problem),
+                       math::infinity<Real>());
   }
 
 #if defined(SINKGRAD_WITH_CUDA)
   template <class Real>
   void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
-    cuda::cg_corrected(problem, result,
-                       cg_settings<Real>(options(), auto_iterations(problem.grad_output.n)));
+    cg_corrected_batch(problem, result, Device::cuda, settings<Real>(problem),
+                       math::infinity<Real>());
   }
 #endif
+
+ private:
+  template <class Real>
+  math::CgSettings<Real> settings(const BackwardProblem<Real>& problem) const {
+    const int n = problem.grad_output.n;
+    return cg_settings<Real>(options(), n, cg_corrected_auto_iterations(n));
+  }
 };
 
 }  // namespace

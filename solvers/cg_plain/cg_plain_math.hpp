@@ -21,11 +21,10 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
   bool finite = false;
   if (system == PlainSystem::schur) {
     CgVector<Team, 1> b{}, beta{};
-    team_schur_rhs<Real>(team, mats, false, m, b.part[0]);
+    Real terms = 0;
+    team_schur_rhs<Real>(team, mats, false, m, b.part[0], &terms);
     outcome = conjugate_gradient(team, PlainSchurOperator<Real, Matrices>{mats}, b, beta, settings,
-                                 history);
-    if (outcome.status == SolveStatus::breakdown)
-      return team_fail<Real>(team, mats, outcome.status);
+                                 history, false, rhs_rounding_floor(settings, terms));
     typename Team::Vec alpha;
     team_schur_alpha<Real>(team, mats, false, m, beta.part[0], alpha);
     finite = team_assemble_gradient<Real>(team, mats, alpha, beta.part[0]);
@@ -35,13 +34,13 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
       rhs.part[0][s] = m.s_r[s];
       rhs.part[1][s] = m.s_c[s];
     });
+    // [s_r; s_c] is formed without cancellation: the relative test alone.
     outcome = conjugate_gradient(team, PlainBlockOperator<Real, Matrices>{mats}, rhs, x, settings,
                                  history);
-    if (outcome.status == SolveStatus::breakdown)
-      return team_fail<Real>(team, mats, outcome.status);
     finite = team_assemble_gradient<Real>(team, mats, x.part[0], x.part[1]);
   }
-  if (!finite) return team_fail<Real>(team, mats, SolveStatus::breakdown);
+  // A breakdown keeps its last iterate: NaN only where that gives no finite gradient.
+  if (!finite) return team_fail<Real>(team, mats, SolveStatus::breakdown, outcome.iterations);
   return outcome;
 }
 

@@ -30,7 +30,7 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
   template <class Real>
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
-    const auto settings = cg_settings<Real>(options(), auto_iterations(n));
+    const auto settings = cg_settings<Real>(options(), n, auto_iterations(n));
     // The exact side (solvers/implicit/exact_side.hpp): R^T and G^T, read transposed in place,
     // when the forward's last step normalised columns.
     const auto solve_with = [&](auto matrices) {
@@ -53,7 +53,8 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
   void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     // The kernel takes the exact side itself (it reads R and G transposed when it must).
     cuda::cg_plain(problem, result, system_,
-                   cg_settings<Real>(options(), auto_iterations(problem.grad_output.n)));
+                   cg_settings<Real>(options(), problem.grad_output.n,
+                                     auto_iterations(problem.grad_output.n)));
   }
 #endif
 

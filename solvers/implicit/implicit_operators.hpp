@@ -20,11 +20,14 @@ struct TeamMarginals {
 };
 
 // Checks R and G (finite, R >= 0, no zero row or column of R) and computes the marginals.
-// Returns false (on every lane) for invalid input.
+// Returns false (on every lane) for invalid input. violation, when not null, receives
+// max(|r_i - 1|, |c_j - 1|) over all i, j.
 template <class Real, class Team, class Matrices>
-SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarginals<Team>& m) {
+SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarginals<Team>& m,
+                                Real* violation = nullptr) {
   const int n = team.n();
   bool ok = true;
+  Real largest = 0;
   team.each([&](Slot s) {
     const auto& R = mats.R_row(s);
     const auto& G = mats.G_row(s);
@@ -47,7 +50,11 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
     m.c[s] = c;
     m.s_c[s] = sc;
     if (!(r > Real(0)) || !(c > Real(0))) ok = false;
+    largest = max_of(largest, max_of(abs_of(r - Real(1)), abs_of(c - Real(1))));
   });
+  if (violation != nullptr) {
+    *violation = team.max([&](Slot) { return largest; });
+  }
   return team.all(ok);
 }
 
@@ -55,13 +62,30 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
 //   plain:     (I - R^T R) β = s_c - R^T s_r,                 α = s_r - R β
 //   corrected: (diag(c) - R^T diag(r)^-1 R) β = s_c - R^T diag(r)^-1 s_r,
 //                                                             α = diag(r)^-1 (s_r - R β)
+//
+// With terms not null it also receives max_j τ_j, τ_j = Σ_i R_ij (|G_ij| + |t_i|) where t is what
+// R^T multiplies: a bound on the size of the terms whose difference is b_j, so that b's rounding
+// error is a small multiple of the unit roundoff times τ (CG's floor, rhs_rounding_floor).
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD void team_schur_rhs(const Team& team, const Matrices& mats, bool corrected,
-                                const TeamMarginals<Team>& m, typename Team::Vec& b) {
+                                const TeamMarginals<Team>& m, typename Team::Vec& b,
+                                Real* terms = nullptr) {
   typename Team::Vec t;
   team.each([&](Slot s) { t[s] = corrected ? m.s_r[s] / m.r[s] : m.s_r[s]; });
   const auto& all_t = team.share(t);
   team.each([&](Slot s) { b[s] = m.s_c[s] - dot_n<Team::cap>(mats.R_col(s), all_t, team.n()); });
+  if (terms == nullptr) return;
+  *terms = team.max([&](Slot s) {
+    const auto& Rc = mats.R_col(s);
+    const auto& Gc = mats.G_col(s);
+    Real sum = 0;
+    SINKGRAD_UNROLL
+    for (int i = 0; i < Team::cap; ++i) {
+      if (i >= team.n()) break;
+      sum = fma_of(Rc[i], abs_of(Gc[i]) + abs_of(all_t[i]), sum);
+    }
+    return sum;
+  });
 }
 
 template <class Real, class Team, class Matrices>

@@ -65,7 +65,8 @@ struct ConventionUnrolledMatrix {
 constexpr long long target_bytes_per_matrix = 448;
 
 template <class Real>
-void unrolled_per_thread(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
+void unrolled_per_thread(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                         MatrixSubset subset) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
   long long capacity = target_bytes_per_matrix / static_cast<long long>(sizeof(Real));
@@ -77,20 +78,22 @@ void unrolled_per_thread(const BackwardProblem<Real>& problem, const BackwardRes
   if (segment == 0) too_long(n, T);
   const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, segment));
   launch_per_matrix<Real>(result, problem.grad_output.batch, workspace,
-                          UnrolledMatrix<Real>{problem, result, n, T, segment}, stream_of(problem));
+                          UnrolledMatrix<Real>{problem, result, n, T, segment}, stream_of(problem),
+                          subset);
 }
 
 }  // namespace
 
 template <class Real>
-void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
+void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+              MatrixSubset subset) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
   if (n <= max_block_team_n) {
     if (is_seeds_forward_up_to_transpose(problem.forward))
       return unrolled_detail::seeds_unrolled_teams(
-          problem, result, last_step_normalises_columns(problem.forward.convention));
-    return unrolled_detail::convention_unrolled_teams(problem, result);
+          problem, result, last_step_normalises_columns(problem.forward.convention), subset);
+    return unrolled_detail::convention_unrolled_teams(problem, result, subset);
   }
   if (!is_default_forward(problem.forward)) {
     const auto workspace = math::convention_unrolled_workspace(n, T);
@@ -99,12 +102,12 @@ void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
         result, problem.grad_output.batch, static_cast<std::size_t>(workspace),
         ConventionUnrolledMatrix<Real>{math::convention_forward<Real>(problem.forward), problem,
                                        result, n, T},
-        stream_of(problem));
+        stream_of(problem), subset);
   }
-  unrolled_per_thread(problem, result);
+  unrolled_per_thread(problem, result, subset);
 }
 
-template void unrolled(const BackwardProblem<float>&, const BackwardResult<float>&);
-template void unrolled(const BackwardProblem<double>&, const BackwardResult<double>&);
+template void unrolled(const BackwardProblem<float>&, const BackwardResult<float>&, MatrixSubset);
+template void unrolled(const BackwardProblem<double>&, const BackwardResult<double>&, MatrixSubset);
 
 }  // namespace sinkgrad::cuda

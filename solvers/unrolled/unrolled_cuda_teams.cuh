@@ -83,7 +83,7 @@ constexpr long long tape_reals_per_lane = 48;
 // two_sided: a convention's tape (both scaling vectors of every step).
 template <class Real, class MakeBody>
 void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                    bool transposed, bool two_sided, MakeBody make_body) {
+                    bool transposed, bool two_sided, MatrixSubset subset, MakeBody make_body) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
   with_orientation(transposed, [&](auto orientation) {
@@ -102,27 +102,27 @@ void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<R
       launch_teams<Real, Shape, decltype(orientation)::value>(
           problem.logits.data, problem.grad_output.data, result.grad_logits.data, result.status,
           result.iterations, problem.grad_output.batch, n, body, decltype(body)::staging,
-          static_cast<int>(storage), stream_of(problem));
+          static_cast<int>(storage), stream_of(problem), subset);
     });
   });
 }
 
 template <class Real>
 void seeds_unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                          bool transposed) {
+                          bool transposed, MatrixSubset subset) {
   const int T = problem.forward_iterations;
-  unrolled_teams(problem, result, transposed, false, [&](auto shape, int segment) {
+  unrolled_teams(problem, result, transposed, false, subset, [&](auto shape, int segment) {
     return UnrolledTeam<Real, decltype(shape)>{T, segment};
   });
 }
 
 template <class Real>
 void convention_unrolled_teams(const BackwardProblem<Real>& problem,
-                               const BackwardResult<Real>& result) {
+                               const BackwardResult<Real>& result, MatrixSubset subset) {
   const int T = problem.forward_iterations;
   const auto convention = math::convention_forward<Real>(problem.forward);
   unrolled_teams(problem, result, last_step_normalises_columns(problem.forward.convention), true,
-                 [&](auto shape, int segment) {
+                 subset, [&](auto shape, int segment) {
                    return ConventionUnrolledTeam<Real, decltype(shape)>{T, segment, convention};
                  });
 }

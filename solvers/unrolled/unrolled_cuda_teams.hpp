@@ -4,6 +4,7 @@
 // parallel (each instantiates every team shape in both orientations). Compiled only when the
 // build has CUDA (SINKGRAD_WITH_CUDA).
 
+#include "backend/cuda/matrix_subset.hpp"
 #include "core/backward_problem.hpp"
 
 namespace sinkgrad::cuda::unrolled_detail {
@@ -12,13 +13,13 @@ namespace sinkgrad::cuda::unrolled_detail {
 // M^T with G^T, the gradient stored transposed back (rows_first without eps).
 template <class Real>
 void seeds_unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                          bool transposed);
+                          bool transposed, MatrixSubset subset);
 
 // The replay of a convention's forward (solvers/unrolled/convention_unrolled_team.hpp),
 // transposed when its last step normalises columns.
 template <class Real>
 void convention_unrolled_teams(const BackwardProblem<Real>& problem,
-                               const BackwardResult<Real>& result);
+                               const BackwardResult<Real>& result, MatrixSubset subset);
 
 // Throws the error of a replay whose checkpointed tape does not fit a CUDA block.
 [[noreturn]] void too_long(int n, int T);

@@ -4,5 +4,5 @@
 
 namespace sinkgrad::cuda::unrolled_detail {
 template void convention_unrolled_teams(const BackwardProblem<double>&,
-                                        const BackwardResult<double>&);
+                                        const BackwardResult<double>&, MatrixSubset);
 }  // namespace sinkgrad::cuda::unrolled_detail

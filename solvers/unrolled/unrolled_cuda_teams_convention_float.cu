@@ -3,6 +3,6 @@
 #include "solvers/unrolled/unrolled_cuda_teams.cuh"
 
 namespace sinkgrad::cuda::unrolled_detail {
-template void convention_unrolled_teams(const BackwardProblem<float>&,
-                                        const BackwardResult<float>&);
+template void convention_unrolled_teams(const BackwardProblem<float>&, const BackwardResult<float>&,
+                                        MatrixSubset);
 }  // namespace sinkgrad::cuda::unrolled_detail

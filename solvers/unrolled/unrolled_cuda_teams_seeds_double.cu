@@ -4,5 +4,5 @@
 
 namespace sinkgrad::cuda::unrolled_detail {
 template void seeds_unrolled_teams(const BackwardProblem<double>&, const BackwardResult<double>&,
-                                   bool);
+                                   bool, MatrixSubset);
 }  // namespace sinkgrad::cuda::unrolled_detail

@@ -91,12 +91,12 @@ TYPED_TEST(EdgeCases, ImplicitSolversFiniteOrFlaggedForHugeLogits) {
       bool finite = true;
       for (int k = 0; k < n * n; ++k)
         finite = finite && std::isfinite(sol.grad.data()[b * n * n + k]);
-      // ok / not_converged / ill_conditioned write a finite gradient; failures write NaN,
-      // never garbage.
+      // ok / not_converged / ill_conditioned write a finite gradient; a CG breakdown its last
+      // iterate's where that is finite; the other failures write NaN, never garbage.
       if (sol.status[b] == SolveStatus::ok || sol.status[b] == SolveStatus::not_converged ||
           sol.status[b] == SolveStatus::ill_conditioned)
         EXPECT_TRUE(finite) << "matrix " << b;
-      else
+      else if (!(sol.status[b] == SolveStatus::breakdown && finite))
         for (int k = 0; k < n * n; ++k) EXPECT_TRUE(std::isnan(sol.grad.data()[b * n * n + k]));
     }
   }

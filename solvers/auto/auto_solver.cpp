@@ -1,0 +1,79 @@
+// `auto`: the implicit backward safe to train with. Per matrix, the corrected implicit solve
+// (cg_corrected's bits), and for the matrices where that fails or where the forward is too far
+// from converged for the corrected formula (its error is about the marginals' violation), the
+// exact unrolled gradient (unrolled's bits), computed for those matrices only, on the same
+// device, without waiting for the GPU (solvers/unrolled/unrolled_fallback.hpp). The status
+// says which path each matrix took: ok, or fallback.
+
+#include <memory>
+
+#include "core/solver_registry.hpp"
+#include "core/solver_variants.hpp"
+#include "solvers/cg/cg_options.hpp"
+#include "solvers/cg_corrected/cg_corrected_driver.hpp"
+#include "solvers/unrolled/unrolled_fallback.hpp"
+
+namespace sinkgrad {
+namespace {
+
+constexpr double default_max_violation = 1e-3;
+
+class AutoSolver : public SolverVariants<AutoSolver> {
+ public:
+  using SolverVariants::SolverVariants;
+
+  int history_length(int n, Precision /*precision*/) const override {
+    return cg_history_length(options(), cg_corrected_auto_iterations(n));
+  }
+
+  template <class Real>
+  void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    run(problem, result, Device::cpu);
+  }
+
+#if defined(SINKGRAD_WITH_CUDA)
+  template <class Real>
+  void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    run(problem, result, Device::cuda);
+  }
+#endif
+
+ private:
+  template <class Real>
+  void run(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+           Device device) const {
+    const int n = problem.grad_output.n;
+    const auto max_violation =
+        static_cast<Real>(options().is_auto("max_violation") ? default_max_violation
+                                                             : options().real("max_violation"));
+    cg_corrected_batch(problem, result, device,
+                       cg_settings<Real>(options(), n, cg_corrected_auto_iterations(n)),
+                       max_violation);
+    replace_by_unrolled(problem, result, device, FallbackStatus::mark);
+  }
+};
+
+}  // namespace
+
+void register_auto(SolverRegistry& registry) {
+  auto options = cg_option_specs("2n");
+  options.push_back(OptionSpec::real(
+      "max_violation", "auto",
+      "matrices whose forward marginals are farther from one (max |r_i - 1|, max |c_j - 1|) get "
+      "the exact unrolled gradient instead of the corrected implicit one, whose error is about "
+      "that violation (auto: 1e-3)",
+      0, true));
+  SolverInfo info{"auto",
+                  "the corrected implicit gradient by CG where it succeeds and the forward is near "
+                  "convergence, the exact unrolled gradient for the other matrices (status "
+                  "fallback), computed for those only",
+                  builtin_devices(),
+                  both_precisions(),
+                  options,
+                  /*needs_logits=*/true};
+  registry.add(info, [info](const OptionValues& values) {
+    return std::make_unique<AutoSolver>(info, values);
+  });
+}
+
+}  // namespace sinkgrad
