@@ -117,8 +117,9 @@ def arguments(argv):
     parser.add_argument("--threads", type=positive_int, default=1,
                         help="torch.set_num_threads (default 1)")
     parser.add_argument("--on-failure", default="unrolled", choices=list(sgt.ON_FAILURE),
-                        help="the layer's on_failure (default keep: failures show, and a step "
-                             "with a non-finite gradient is skipped)")
+                        help="the layer's on_failure (default unrolled: failed matrices get the "
+                             "exact gradient; keep: failures show, and a step with a non-finite "
+                             "gradient is skipped)")
     parser.add_argument("--data", default=DATA, help=f"the text (default {DATA})")
     parser.add_argument("--backwards", type=parse_list(str))
     parser.add_argument("--T", type=parse_list(int))
@@ -129,7 +130,8 @@ def arguments(argv):
     parser.add_argument("--lr", type=float)
     parser.add_argument("--no-stream-offsets", action="store_true",
                         help="start the n streams as exact copies of the embedding, as mHC "
-                             "does (the CG backwards then fail on most matrices)")
+                             "does (dL/dR is then constant along R's exact side and the true "
+                             "gradient of the logits is zero)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     settings = dict(PRESETS["smoke" if args.smoke else args.device])

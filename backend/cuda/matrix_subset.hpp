@@ -5,6 +5,7 @@
 // implicit solves) neither waits for the GPU to count them nor touches the others. A launch
 // given none runs every matrix.
 
+#include "core/host_device.hpp"
 #include "core/types.hpp"
 
 namespace sinkgrad::cuda {
@@ -13,7 +14,7 @@ struct MatrixSubset {
   const index_t* index = nullptr;  // device memory; null: the whole batch
   const index_t* count = nullptr;  // device memory, one entry
 
-  bool whole() const { return index == nullptr; }
+  SINKGRAD_HD bool whole() const { return index == nullptr; }
 };
 
 }  // namespace sinkgrad::cuda

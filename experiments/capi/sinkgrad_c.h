@@ -44,7 +44,8 @@ SINKGRAD_C_API int sinkgrad_forward(int device, int dtype, int64_t batch, int n,
  * through SolverRegistry::global() with `options` ("key=value,key=value", "" or NULL for the
  * defaults). logits M (may be NULL for solvers that do not replay the forward), R = the forward
  * output, G = dL/dR. status and iterations: B int32 each (status: sinkgrad::SolveStatus,
- * 0 ok, 1 not_converged, 2 breakdown, 3 invalid_input, 4 ill_conditioned); on SINKGRAD_C_CUDA
+ * 0 ok, 1 not_converged, 2 breakdown, 3 invalid_input, 4 ill_conditioned, 5 fallback: the
+ * exact unrolled gradient in place of a failed implicit one); on SINKGRAD_C_CUDA
  * they are device memory like the rest. Solvers are created once per (solver, options) and kept, so
  * that a timed loop measures the solve, not option parsing. */
 SINKGRAD_C_API int sinkgrad_solve(const char* solver, const char* options, int device, int dtype,
@@ -102,6 +103,21 @@ SINKGRAD_C_API int sinkgrad_solve_convention_async(const char* solver, const cha
                                                    const void* logits, const void* R, const void* G,
                                                    void* grad, int32_t* status, int32_t* iterations,
                                                    void* stream);
+
+/* The exact fallback (on_failure="unrolled" of the PyTorch layer): every matrix whose status,
+ * as a solve wrote it, is not a success (neither 0 ok nor 5 fallback) gets the unrolled solver's
+ * gradient in grad, computed for those matrices only, with the bits unrolled gives it; status
+ * and iterations are left as they are. logits and G are required, R is not read; convention and
+ * eps as for sinkgrad_solve_convention. On SINKGRAD_C_CUDA every pointer is device memory and the
+ * call waits; the _async form launches on `stream` and does not (the matrices to replace are
+ * counted on the device). */
+SINKGRAD_C_API int sinkgrad_replace_failures(int device, int dtype, int64_t batch, int n, int T,
+                                             const char* convention, double eps, const void* logits,
+                                             const void* G, void* grad, const int32_t* status);
+SINKGRAD_C_API int sinkgrad_replace_failures_async(int dtype, int64_t batch, int n, int T,
+                                                   const char* convention, double eps,
+                                                   const void* logits, const void* G, void* grad,
+                                                   const int32_t* status, void* stream);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,11 @@ import threading
 CPU, CUDA = 0, 1
 FLOAT32, FLOAT64 = 4, 8
 DEFAULT_CONVENTION = ("columns_first", 0.0)
-STATUS_NAMES = ("ok", "not_converged", "breakdown", "invalid_input", "ill_conditioned")
+STATUS_NAMES = ("ok", "not_converged", "breakdown", "invalid_input", "ill_conditioned",
+                "fallback")
+# The statuses whose gradient is the one asked for: ok, and fallback (the exact unrolled
+# gradient in place of a failed implicit one).
+SUCCESS_CODES = (0, 5)
 
 
 class SinkgradError(RuntimeError):
@@ -48,6 +52,8 @@ class Library:
             "sinkgrad_forward_convention_async": (i32, [i32, i64, i32, i32, s, d, p, p, p]),
             "sinkgrad_solve_convention_async": (i32, [s, s, i32, i64, i32, i32, s, d, p, p, p,
                                                       p, p, p, p]),
+            "sinkgrad_replace_failures": (i32, [i32, i32, i64, i32, i32, s, d, p, p, p, p]),
+            "sinkgrad_replace_failures_async": (i32, [i32, i64, i32, i32, s, d, p, p, p, p, p]),
             "sinkgrad_check_solver": (i32, [s, s, i32, i32]),
             "sinkgrad_load_plugin": (i32, [s]),
             "sinkgrad_has_cuda": (i32, []),
@@ -90,6 +96,20 @@ class Library:
         self._check(self._lib.sinkgrad_solve_convention_async(
             solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
             G, grad, status, iterations, stream))
+
+    # The exact fallback: matrices whose status is not a success get unrolled's gradient.
+    def replace_failures(self, device, dtype, batch, n, T, logits, G, grad, status,
+                         convention=DEFAULT_CONVENTION):
+        name, eps = convention
+        self._check(self._lib.sinkgrad_replace_failures(device, dtype, batch, n, T, name.encode(),
+                                                        eps, logits, G, grad, status))
+
+    def replace_failures_async(self, dtype, batch, n, T, logits, G, grad, status, stream,
+                               convention=DEFAULT_CONVENTION):
+        name, eps = convention
+        self._check(self._lib.sinkgrad_replace_failures_async(dtype, batch, n, T, name.encode(),
+                                                              eps, logits, G, grad, status,
+                                                              stream))
 
     def check_solver(self, solver, options, device, dtype):
         self._check(self._lib.sinkgrad_check_solver(solver.encode(), options.encode(), device,

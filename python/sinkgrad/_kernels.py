@@ -5,8 +5,8 @@ PyTorch's allocator, so the calls can be captured into a CUDA graph. With torch 
 functions are also registered as torch.library custom ops (sinkgrad/_ops.py)."""
 import torch
 
-from sinkgrad._capi import (CPU, CUDA, DEFAULT_CONVENTION, STATUS_NAMES, SinkgradError,
-                            library)
+from sinkgrad._capi import (CPU, CUDA, DEFAULT_CONVENTION, STATUS_NAMES, SUCCESS_CODES,
+                            SinkgradError, library)
 
 
 def _dtype_code(tensor):
@@ -63,38 +63,48 @@ class SolveFailure(SinkgradError):
     """Raised by a backward with on_failure="raise" when some matrices failed."""
 
 
+def failed(status):
+    """A bool tensor, True where the status is not a success (ok or fallback)."""
+    return (status != SUCCESS_CODES[0]) & (status != SUCCESS_CODES[1])
+
+
 def failure_message(solver, status):
     """One line naming how many matrices failed and with which status (one host sync)."""
     counts = torch.bincount(status.long().flatten(), minlength=len(STATUS_NAMES)).tolist()
-    reasons = ", ".join(f"{counts[code]} {STATUS_NAMES[code]}"
-                        for code in range(1, len(STATUS_NAMES)) if counts[code])
-    return (f"sinkhorn backward '{solver}': {sum(counts[1:])} of {status.numel()} matrices "
-            f"failed ({reasons})")
+    codes = [code for code in range(len(STATUS_NAMES)) if code not in SUCCESS_CODES]
+    reasons = ", ".join(f"{counts[code]} {STATUS_NAMES[code]}" for code in codes if counts[code])
+    return (f"sinkhorn backward '{solver}': {sum(counts[code] for code in codes)} of "
+            f"{status.numel()} matrices failed ({reasons})")
+
+
+def replace_failures(logits, grad_output, grad, status, iterations,
+                     convention=DEFAULT_CONVENTION):
+    """The exact fallback in place: every matrix of grad whose status is not a success gets the
+    unrolled solver's gradient, computed for those matrices only (on CUDA listed on the device,
+    on the current stream, without waiting)."""
+    batch, n = grad.shape[0], grad.shape[-1]
+    lib = library()
+    pointers = (logits.data_ptr(), grad_output.data_ptr(), grad.data_ptr(), status.data_ptr())
+    if grad.is_cuda:
+        _on_device(grad, lambda stream: lib.replace_failures_async(
+            _dtype_code(grad), batch, n, iterations, *pointers, stream, convention))
+    else:
+        lib.replace_failures(CPU, _dtype_code(grad), batch, n, iterations, *pointers, convention)
 
 
 def backward(logits, R, grad_output, iterations, solver, options, on_failure,
              convention=DEFAULT_CONVENTION):
     """solve() and then the on_failure policy: "keep" leaves failed matrices as the solver wrote
-    them; "unrolled" recomputes them with the unrolled solver (on the cpu only those; on CUDA
-    the whole batch, selected per matrix, so that nothing waits for the GPU); "raise" waits for
-    the statuses and raises SolveFailure when any is not ok. status and iterations stay the
-    first solver's, so that they say which matrices were recomputed."""
+    them; "unrolled" recomputes them with the unrolled solver, those matrices only (on CUDA
+    counted on the device, so that nothing waits for the GPU); "raise" waits for the statuses
+    and raises SolveFailure when any is not a success. status and iterations stay the first
+    solver's, so that they say which matrices were recomputed."""
     grad, status, steps = solve(logits, R, grad_output, iterations, solver, options, convention)
     if on_failure == "raise":
-        if bool((status != 0).any()):
+        if bool(failed(status).any()):
             raise SolveFailure(failure_message(solver, status))
     elif on_failure == "unrolled" and solver != "unrolled":
-        failed = status != 0
-        if grad.is_cuda:
-            exact, _, _ = solve(logits, R, grad_output, iterations, "unrolled", "", convention)
-            grad = torch.where(failed[:, None, None], exact, grad)
-        else:
-            which = failed.nonzero().flatten()
-            if which.numel() > 0:
-                exact, _, _ = solve(logits[which].contiguous(), R[which].contiguous(),
-                                    grad_output[which].contiguous(), iterations, "unrolled", "",
-                                    convention)
-                grad[which] = exact
+        replace_failures(logits, grad_output, grad, status, iterations, convention)
     return grad, status, steps
 
 

@@ -2,8 +2,8 @@
 sinkgrad solver, on the cpu and on CUDA (docs/pytorch.md).
 
     import sinkgrad.torch as sgt
-    R = sgt.sinkhorn(logits, 20, backward="cg_corrected")   # logits: (..., n, n)
-    R.sum().backward()
+    R = sgt.sinkhorn(logits, 20, backward="auto")   # logits: (..., n, n)
+    (R * weights).sum().backward()
 
 Half-precision logits (bfloat16, float16) are computed in float32 and R is cast back, as the
 production mHC kernels do. On CUDA the layer runs on PyTorch's current stream, never waits for
@@ -39,8 +39,9 @@ class SolveStats:
     """Per-matrix outcome of the last backward through the sinkhorn call it was given to:
     status and iterations, int32 tensors of shape logits.shape[:-2] on the logits' device
     (None until a backward has run). status codes index status_names: 0 ok, 1 not_converged,
-    2 breakdown, 3 invalid_input, 4 ill_conditioned (docs/math.md; every code but ok counts as a
-    failure for on_failure). Filling them never waits for the GPU."""
+    2 breakdown, 3 invalid_input, 4 ill_conditioned, 5 fallback (the exact unrolled gradient in
+    place of the implicit one: backward="auto"); docs/math.md. Every code but ok and fallback
+    counts as a failure for on_failure. Filling them never waits for the GPU."""
 
     status_names = STATUS_NAMES
 
@@ -49,8 +50,8 @@ class SolveStats:
         self.iterations = None
 
     def failed(self):
-        """A bool tensor, True where the solver did not report ok."""
-        return self.status != 0
+        """A bool tensor, True where the solver reported neither ok nor fallback."""
+        return _kernels.failed(self.status)
 
     def counts(self):
         """{status name: number of matrices} (waits for the GPU)."""
@@ -168,22 +169,25 @@ def _compiled(logits, iterations, backward, options, on_failure, convention):
 
 
 def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="columns_first",
-             eps=None, stats=None, on_failure="keep"):
+             eps=None, stats=None, on_failure="unrolled"):
     """R = Sinkhorn_T(exp(logits)) over the last two dims, differentiable w.r.t. logits.
 
     logits: (..., n, n), float32 / float64 / bfloat16 / float16, cpu or CUDA, any strides.
-    iterations: T >= 1. backward: a registered solver name (built-in: unrolled, cg_plain,
-    cg_corrected, direct; plugins after load_plugin). options: a dict passed to the solver as
+    iterations: T >= 1. backward: a registered solver name (built-in: unrolled, auto,
+    cg_plain, cg_corrected, direct; plugins after load_plugin). "auto" is the implicit backward
+    safe to train with: cg_corrected per matrix, the exact unrolled gradient where that fails or
+    the forward is too far from converged (status fallback). options: a dict passed to the solver as
     --option key=value is. forward: the forward convention, "columns_first" (exp(logits), T times
     columns then rows), "rows_first" (TransformerEngine: rows then columns) or "tilekernels"
     (DeepSeek TileKernels: softmax_rows(logits) + eps, columns, then T - 1 times rows and
     columns); the backward differentiates the forward chosen. eps: added to every normalising
     denominator, X / (X.sum(axis) + eps), finite and >= 0; None is the convention's own (1e-6
     for tilekernels, 0 for the others). stats: a SolveStats to receive the backward's per-matrix status and iterations.
-    on_failure: "keep" (failed matrices keep what the solver wrote: NaN, or the last CG
-    iterate), "unrolled" (they are recomputed by the unrolled solver), "raise" (SolveFailure
-    naming how many failed and why; waits for the GPU). Bad names, options or dtypes raise
-    TypeError / ValueError before anything runs."""
+    on_failure: "unrolled" (the default: failed matrices are recomputed by the unrolled solver,
+    those only, without waiting for the GPU; their status stays the solver's), "keep" (they
+    keep what the solver wrote: NaN, or the last CG iterate), "raise" (SolveFailure naming how
+    many failed and why; waits for the GPU). Bad names, options or dtypes raise TypeError /
+    ValueError before anything runs."""
     if not isinstance(logits, torch.Tensor):
         raise TypeError(f"sinkhorn: logits must be a torch.Tensor, got {type(logits).__name__}")
     if logits.dim() < 2 or logits.shape[-1] != logits.shape[-2]:

@@ -57,7 +57,8 @@ class OnFailure(unittest.TestCase):
         self.starved = {"max_iterations": 1}
 
     def test_keep_leaves_the_last_iterate(self):
-        grad, stats = run(self.M, 5, self.G, backward="cg_corrected", options=self.starved)
+        grad, stats = run(self.M, 5, self.G, backward="cg_corrected", options=self.starved,
+                          on_failure="keep")
         self.assertTrue(torch.all(stats.status == 1))
         self.assertTrue(torch.isfinite(grad).all())
         self.assertGreater(relative(grad, unrolled_torch(self.M, 5, self.G)), 1e-3)

@@ -53,13 +53,14 @@ def check_log(path):
                     and np.all(np.isfinite(run["eval_loss"][:])), f"{name}: eval loss")
             require(np.isfinite(a["final_eval_loss"]), f"{name}: final_eval_loss")
             status = run["status_counts"][:]
-            require(status.shape == (steps, 5), f"{name}: status_counts shape {status.shape}")
+            require(status.shape == (steps, len(a["status_names"].split(","))),
+                    f"{name}: status_counts shape {status.shape}")
             require(np.all(status.sum(1) == int(a["matrices_per_step"])),
                     f"{name}: status counts do not add up to the matrices of every step")
             require(np.array_equal(a["status_counts"], status.sum(0)),
                     f"{name}: run status_counts is not the sum over steps")
             require(a["status_names"] == "ok,not_converged,breakdown,invalid_input,"
-                    "ill_conditioned", f"{name}: status_names")
+                    "ill_conditioned,fallback", f"{name}: status_names")
             measured = run["measured_step"].shape[0]
             require(measured >= 1, f"{name}: no gradient measured")
             for dataset in ("grad_cosine", "grad_rel_error", "backward_peak_bytes"):
@@ -129,6 +130,25 @@ def main(study, plot, work):
             else:
                 require(np.all(run["grad_rel_error"][:] > 0.0), f"{forward}: {backward} is exact")
     print("training_study_test: rows_first and tilekernels: ok")
+
+    # mHC's streams that start as exact copies (dL/dR constant along the exact side: the true
+    # gradient is zero), with failures left visible: every backward solves every matrix.
+    log = os.path.join(work, "copies.h5")
+    subprocess.run([sys.executable, study, "--smoke", "--no-stream-offsets", "--on-failure",
+                    "keep", "--backwards", "unrolled,auto,cg_corrected,cg_plain,direct", "--quiet",
+                    "--output", log], check=True)
+    with h5py.File(log, "r") as f:
+        runs = list(f["runs"].values())
+        require(len(runs) == 5 * len(TS), f"{len(runs)} copied-stream runs")
+        for run in runs:
+            a = run.attrs
+            where = f"copied streams, {a['backward']} T = {int(a['T'])}"
+            require(int(a["skipped_steps"]) == 0, f"{where}: {int(a['skipped_steps'])} skipped")
+            counts = dict(zip(a["status_names"].split(","), a["status_counts"]))
+            require(counts["ok"] + counts["fallback"] == int(a["matrices_per_step"]) *
+                    run["train_loss"].shape[0], f"{where}: status counts {counts}")
+            require(np.all(np.isfinite(run["eval_loss"][:])), f"{where}: loss")
+    print("training_study_test: streams that start as copies: ok")
 
 
 if __name__ == "__main__":
