@@ -36,6 +36,7 @@ const std::vector<Variant>& variants() {
       {"cg_corrected", "cg_corrected", {}},
       {"direct corrected", "direct", {{"system", "corrected"}}},
       {"direct plain", "direct", {{"system", "plain"}}},
+      {"auto", "auto", {}},
   };
   return list;
 }
@@ -130,6 +131,7 @@ void run_size(const DemoSettings& settings, int n,
                      {"breakdown"},
                      {"invalid"},
                      {"ill cond"},
+                     {"fallback"},
                      {"iters"},
                      {"ms"}});
     std::vector<Solved<Real>> results;
@@ -143,7 +145,7 @@ void run_size(const DemoSettings& settings, int n,
         const auto i = static_cast<size_t>(b);
         const bool usable =
             reference.status[i] == SolveStatus::ok &&
-            (result.status[i] == SolveStatus::ok || result.status[i] == SolveStatus::not_converged);
+            (is_success(result.status[i]) || result.status[i] == SolveStatus::not_converged);
         if (usable) errors.push_back(relative_error(result.grad, reference.grad, b));
       }
       const double max_error =
@@ -159,7 +161,8 @@ void run_size(const DemoSettings& settings, int n,
                      count_text(result.status, SolveStatus::breakdown),
                      count_text(result.status, SolveStatus::invalid_input),
                      count_text(result.status, SolveStatus::ill_conditioned),
-                     fixed(mean_iterations, 1), fixed(result.milliseconds, 2)});
+                     count_text(result.status, SolveStatus::fallback), fixed(mean_iterations, 1),
+                     fixed(result.milliseconds, 2)});
     }
     std::cout << table.render(2) << "\n";
   }
@@ -174,12 +177,15 @@ std::string legend() {
                  indent) +
          hanging("rel err",
                  "per matrix ||dL/dM - dL/dM_unrolled||_F / ||dL/dM_unrolled||_F; median and "
-                 "max over the matrices the solver did not fail on (status ok or not conv)",
+                 "max over the matrices the solver did not fail on (status ok, not conv or "
+                 "fallback)",
                  indent) +
-         hanging("ok ... ill cond",
+         hanging("ok ... fallback",
                  "matrices per status (core/status.hpp): solved; CG stopped at max_iterations "
                  "(last iterate used); CG breakdown or singular system; invalid input; an "
-                 "eigenvalue within rounding of direct plain's cut that changes the gradient",
+                 "eigenvalue within rounding of direct plain's cut that changes the gradient; "
+                 "auto's exact unrolled gradient where its implicit solve failed or the forward "
+                 "was too far from converged",
                  indent) +
          hanging("iters", "mean iterations per matrix (CG steps; T for unrolled; 0 for direct)",
                  indent) +

@@ -16,7 +16,7 @@
 namespace sinkgrad {
 namespace {
 
-constexpr double default_max_violation = 1e-3;
+constexpr double default_max_violation = 1e-5;
 
 class AutoSolver : public SolverVariants<AutoSolver> {
  public:
@@ -61,7 +61,7 @@ void register_auto(SolverRegistry& registry) {
       "max_violation", "auto",
       "matrices whose forward marginals are farther from one (max |r_i - 1|, max |c_j - 1|) get "
       "the exact unrolled gradient instead of the corrected implicit one, whose error is about "
-      "that violation (auto: 1e-3)",
+      "that violation (auto: 1e-5)",
       0, true));
   SolverInfo info{"auto",
                   "the corrected implicit gradient by CG where it succeeds and the forward is near "

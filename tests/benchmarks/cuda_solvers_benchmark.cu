@@ -19,6 +19,9 @@
 // columns_first's. SINKGRAD_BENCH_FORWARD=NAME[:EPS] (e.g. rows_first, tilekernels:1e-6) runs
 // every kernel for that forward convention instead, and only for it. SINKGRAD_BENCH_SIZES="96
 // 128" replaces the n of every kernel (with a smaller SINKGRAD_BENCH_BATCH for large n).
+// auto and cg_corrected followed by on_failure="unrolled"'s fallback are timed as they run in
+// the layer (the fallback's listing and replay included), with no failure and with 1% of the
+// matrices failed; the counter not_ok says how many matrices the CG kernel left to the fallback.
 
 #pragma nv_diag_suppress 554  // BatchView<const T>'s self-conversion (core/batch.hpp)
 
@@ -40,6 +43,7 @@
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
 #include "solvers/direct/direct_cuda.hpp"
 #include "solvers/unrolled/unrolled_cuda.hpp"
+#include "solvers/unrolled/unrolled_fallback.hpp"
 
 namespace sinkgrad {
 namespace {
@@ -142,7 +146,15 @@ enum class Kernel {
   cg_plain_block,
   cg_corrected,
   direct_corrected,
-  direct_plain
+  direct_plain,
+  // auto (cg_corrected with max_violation 1e-5, then the exact fallback, mark mode), and
+  // cg_corrected followed by on_failure="unrolled"'s fallback (keep mode); the "1%" forms mark
+  // every 100th matrix failed after the CG kernel, so that the fallback replays 1% of the batch
+  // spread through it.
+  automatic,
+  automatic_1pct,
+  on_failure,
+  on_failure_1pct
 };
 
 const char* kernel_name(Kernel k) {
@@ -161,14 +173,43 @@ const char* kernel_name(Kernel k) {
       return "direct(corrected)";
     case Kernel::direct_plain:
       return "direct(plain)";
+    case Kernel::automatic:
+      return "auto";
+    case Kernel::automatic_1pct:
+      return "auto(1% fail)";
+    case Kernel::on_failure:
+      return "cg_corrected+on_failure";
+    case Kernel::on_failure_1pct:
+      return "cg_corrected+on_failure(1% fail)";
   }
   return "?";
 }
 
-// The solvers' auto CG settings (solvers/*/..._solver.cpp): tolerance 1e-5 / 1e-12, 2n or 4n.
+// Every 100th matrix (from 37) marked not_converged: a failure spread through the batch.
+__global__ void fail_one_in_100(SolveStatus* status, index_t batch) {
+  const index_t step = index_t(gridDim.x) * blockDim.x;
+  for (index_t b = index_t(blockIdx.x) * blockDim.x + threadIdx.x; b < batch; b += step)
+    if (b % 100 == 37) status[b] = SolveStatus::not_converged;
+}
+
 template <class Real>
-math::CgSettings<Real> auto_settings(int iterations) {
-  return {iterations, sizeof(Real) == 4 ? Real(1e-5) : Real(1e-12)};
+void corrected_then_fallback(const BackwardProblem<Real>& p, const BackwardResult<Real>& r,
+                             Real max_violation, bool fail, FallbackStatus mode) {
+  const int n = p.grad_output.n;
+  cuda::cg_corrected(p, r, auto_settings<Real>(2 * n), max_violation);
+  if (fail) {
+    const index_t batch = p.grad_output.batch;
+    fail_one_in_100<<<static_cast<unsigned>(std::min<index_t>((batch + 255) / 256, 4096)), 256>>>(
+        r.status, batch);
+  }
+  cuda::replace_by_unrolled(p, r, mode);
+}
+
+// The solvers' auto CG settings (solvers/cg/cg_options.hpp): tolerance 1e-5 / 1e-12, 2n or 4n
+// iterations, the floor at 2n unit roundoffs of b's terms.
+template <class Real>
+math::CgSettings<Real> auto_settings(int iterations, int n) {
+  return {iterations, sizeof(Real) == 4 ? Real(1e-5) : Real(1e-12), Real(2 * n)};
 }
 
 template <class Real>
@@ -186,13 +227,23 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
       cuda::unrolled(p, r);
       break;
     case Kernel::cg_plain_schur:
-      cuda::cg_plain(p, r, math::PlainSystem::schur, auto_settings<Real>(2 * n));
+      cuda::cg_plain(p, r, math::PlainSystem::schur, auto_settings<Real>(2 * n, n));
       break;
     case Kernel::cg_plain_block:
-      cuda::cg_plain(p, r, math::PlainSystem::block, auto_settings<Real>(4 * n));
+      cuda::cg_plain(p, r, math::PlainSystem::block, auto_settings<Real>(4 * n, n));
       break;
     case Kernel::cg_corrected:
-      cuda::cg_corrected(p, r, auto_settings<Real>(2 * n));
+      cuda::cg_corrected(p, r, auto_settings<Real>(2 * n, n), math::infinity<Real>());
+      break;
+    case Kernel::automatic:
+    case Kernel::automatic_1pct:
+      corrected_then_fallback(p, r, Real(1e-5), kernel == Kernel::automatic_1pct,
+                              FallbackStatus::mark);
+      break;
+    case Kernel::on_failure:
+    case Kernel::on_failure_1pct:
+      corrected_then_fallback(p, r, math::infinity<Real>(), kernel == Kernel::on_failure_1pct,
+                              FallbackStatus::keep);
       break;
     case Kernel::direct_corrected:
       cuda::direct(p, r, math::SchurSystem::corrected);
@@ -247,6 +298,13 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
   };
   run_kernel<Real>(kernel, problem_of(0), result);  // warm-up (module load, attributes)
   cuda::synchronize(kernel_name(kernel));
+  // The matrices the warm-up did not solve by CG (auto: fallback; the others: not ok).
+  if (kernel != Kernel::forward) {
+    std::vector<SolveStatus> statuses(static_cast<std::size_t>(batch));
+    cuda::copy_to_host(statuses.data(), status.data(), status.bytes());
+    state.counters["not_ok"] = static_cast<double>(std::count_if(
+        statuses.begin(), statuses.end(), [](SolveStatus s) { return s != SolveStatus::ok; }));
+  }
 
   cudaEvent_t start, stop;
   SINKGRAD_CUDA_CHECK(cudaEventCreate(&start));
@@ -297,9 +355,11 @@ void register_all() {
                                })
       ->Iterations(1)
       ->UseManualTime();
-  const Kernel kernels[] = {Kernel::forward,        Kernel::unrolled,     Kernel::cg_plain_schur,
-                            Kernel::cg_plain_block, Kernel::cg_corrected, Kernel::direct_corrected,
-                            Kernel::direct_plain};
+  const Kernel kernels[] = {
+      Kernel::forward,        Kernel::unrolled,       Kernel::cg_plain_schur,
+      Kernel::cg_plain_block, Kernel::cg_corrected,   Kernel::direct_corrected,
+      Kernel::direct_plain,   Kernel::automatic,      Kernel::automatic_1pct,
+      Kernel::on_failure,     Kernel::on_failure_1pct};
   // The other conventions for the kernels whose path depends on them.
   const bool one_forward = std::getenv("SINKGRAD_BENCH_FORWARD") != nullptr;
   std::vector<ForwardSpec> specs{bench_forward()};

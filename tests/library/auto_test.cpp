@@ -60,7 +60,7 @@ void check_auto(const std::map<std::string, std::string>& options, const char* c
                                M, R, G, T, false, spec);
   const auto exact = solve(*SolverRegistry::global().create("unrolled"), M, R, G, T, false, spec);
   const double max_violation =
-      options.count("max_violation") ? std::stod(options.at("max_violation")) : 1e-3;
+      options.count("max_violation") ? std::stod(options.at("max_violation")) : 1e-5;
   const int nn = n * n;
   int fallbacks = 0;
   for (index_t b = 0; b < batch; ++b) {

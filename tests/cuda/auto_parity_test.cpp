@@ -1,0 +1,120 @@
+// `auto` and the exact fallback on CUDA: per matrix, the bits of cuda cg_corrected where that
+// succeeded within max_violation and the bits of cuda unrolled (status fallback) elsewhere,
+// through the device-listed subset of every launcher (warp teams, transposed tiles for rows_first
+// and tilekernels, the block team above n = 64); statuses as the CPU's; the keep mode
+// (on_failure="unrolled") replacing only the failures, in device memory and on a stream.
+// Skipped without a GPU.
+
+#include <cstring>
+#include <string>
+
+#include "backend/cuda/device_memory.hpp"
+#include "forward/sinkhorn_forward.hpp"
+#include "solvers/unrolled/unrolled_fallback.hpp"
+#include "tests/cuda/parity_support.hpp"
+
+namespace sinkgrad::testing {
+namespace {
+
+template <class Real>
+bool same_bits(const Real* a, const Real* b, int count) {
+  return std::memcmp(a, b, sizeof(Real) * static_cast<std::size_t>(count)) == 0;
+}
+
+template <class Real>
+void check_auto_on_cuda(const char* convention, int n, int T,
+                        const std::map<std::string, std::string>& options) {
+  SCOPED_TRACE(std::string(convention) + " n = " + std::to_string(n) + " T = " + std::to_string(T));
+  auto rng = make_rng(static_cast<std::uint64_t>(n * 131 + T));
+  ForwardSpec spec;
+  spec.convention = parse_forward_convention(convention);
+  Inputs<Real> in = make_inputs<Real>(rng, n > 64 ? 40 : 300, n, T, /*bad_matrices=*/true);
+  sinkhorn_forward<Real>(in.M.view(), T, in.R.view(), nullptr, Device::cpu, spec);
+  std::map<std::string, std::string> cg_options = options;
+  cg_options.erase("max_violation");
+  const auto automatic = SolverRegistry::global().create("auto", options);
+  const auto corrected = SolverRegistry::global().create("cg_corrected", cg_options);
+  const auto exact = SolverRegistry::global().create("unrolled");
+  const Outputs<Real> gpu = solve_on(*automatic, in, Device::cuda, spec);
+  const Outputs<Real> cpu = solve_on(*automatic, in, Device::cpu, spec);
+  const Outputs<Real> gpu_corrected = solve_on(*corrected, in, Device::cuda, spec);
+  const Outputs<Real> gpu_exact = solve_on(*exact, in, Device::cuda, spec);
+  const int nn = n * n;
+  int fallbacks = 0, differing_status = 0;
+  for (index_t b = 0; b < in.R.batch(); ++b) {
+    const auto k = static_cast<std::size_t>(b);
+    differing_status += gpu.status[k] != cpu.status[k];
+    const Real* got = gpu.grad.data() + b * nn;
+    if (gpu.status[k] == SolveStatus::ok) {
+      EXPECT_EQ(gpu_corrected.status[k], SolveStatus::ok) << "matrix " << b;
+      EXPECT_TRUE(same_bits(got, gpu_corrected.grad.data() + b * nn, nn)) << "matrix " << b;
+    } else {
+      ++fallbacks;
+      const SolveStatus expected =
+          gpu_exact.status[k] == SolveStatus::ok ? SolveStatus::fallback : gpu_exact.status[k];
+      EXPECT_EQ(gpu.status[k], expected) << "matrix " << b;
+      EXPECT_EQ(gpu.iterations[k], gpu_exact.iterations[k]) << "matrix " << b;
+      EXPECT_TRUE(same_bits(got, gpu_exact.grad.data() + b * nn, nn)) << "matrix " << b;
+    }
+  }
+  // A CG stop or a violation within rounding of its threshold may go either way on the two
+  // devices (unrolled's exp and log differ in the last bit): rare.
+  EXPECT_LE(differing_status, 2 + in.R.batch() / 50);
+  std::printf("[ auto     ] %s %s n=%d T=%d: %d of %lld fallback, %d statuses differ from cpu\n",
+              sizeof(Real) == 4 ? "f32" : "f64", convention, n, T, fallbacks,
+              static_cast<long long>(in.R.batch()), differing_status);
+}
+
+TEST(AutoOnCuda, CorrectedBitsWhereSolvedUnrolledBitsElsewhere) {
+  SINKGRAD_REQUIRE_GPU();
+  for (const char* convention : {"columns_first", "rows_first", "tilekernels"})
+    for (int n : {3, 4, 8, 16, 33, 65})
+      for (int T : {1, 20}) {
+        check_auto_on_cuda<float>(convention, n, T, {});
+        check_auto_on_cuda<double>(convention, n, T, {{"max_iterations", "2"}});
+      }
+}
+
+// The keep mode in device memory on a stream of its own: only failures replaced, statuses left.
+template <class Real>
+void check_keep_mode(int n) {
+  auto rng = make_rng(static_cast<std::uint64_t>(n));
+  const int T = 3;
+  const Inputs<Real> in = make_inputs<Real>(rng, 500, n, T, /*bad_matrices=*/true);
+  const auto starved = SolverRegistry::global().create("cg_plain", {{"max_iterations", "1"}});
+  const Outputs<Real> first = solve_on(*starved, in, Device::cuda);
+  const Outputs<Real> exact =
+      solve_on(*SolverRegistry::global().create("unrolled"), in, Device::cuda);
+  const index_t batch = in.R.batch();
+  cuda::DeviceBatch<Real> M(in.M), G(in.G), grad(first.grad);
+  cuda::DeviceBuffer status(sizeof(SolveStatus) * static_cast<std::size_t>(batch));
+  cuda::copy_to_device(status.data(), first.status.data(), status.bytes());
+  const BackwardProblem<Real> problem{
+      M.view(), {nullptr, batch, n, MemorySpace::device}, G.view(), T, {}, nullptr};
+  replace_by_unrolled(problem,
+                      BackwardResult<Real>{grad.view(), status.template as<SolveStatus>(), nullptr},
+                      Device::cuda, FallbackStatus::keep);
+  cuda::synchronize("the keep-mode test");
+  const HostBatch<Real> out = grad.download();
+  std::vector<SolveStatus> after(static_cast<std::size_t>(batch));
+  cuda::copy_to_host(after.data(), status.data(), status.bytes());
+  EXPECT_EQ(after, first.status);
+  const int nn = n * n;
+  for (index_t b = 0; b < batch; ++b) {
+    const Real* expected = is_success(first.status[static_cast<std::size_t>(b)])
+                               ? first.grad.data() + b * nn
+                               : exact.grad.data() + b * nn;
+    EXPECT_TRUE(same_bits(out.data() + b * nn, expected, nn)) << "matrix " << b;
+  }
+}
+
+TEST(AutoOnCuda, KeepModeReplacesOnlyFailures) {
+  SINKGRAD_REQUIRE_GPU();
+  for (int n : {4, 16, 65}) {
+    check_keep_mode<float>(n);
+    check_keep_mode<double>(n);
+  }
+}
+
+}  // namespace
+}  // namespace sinkgrad::testing
