@@ -25,7 +25,11 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   const bool checked = max_violation < infinity<Real>();
   if (!team_marginals<Real>(team, mats, m, checked ? &violation : nullptr))
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
-  if (!(violation <= max_violation)) return team_fail<Real>(team, mats, SolveStatus::fallback);
+  if (!(violation <= max_violation)) {
+    if (history != nullptr && team.leader())  // no iteration: the record's "not performed"
+      fill(history, settings.max_iterations + 1, quiet_nan<Real>());
+    return team_fail<Real>(team, mats, SolveStatus::fallback);
+  }
   CgVector<Team, 1> b{}, beta{};
   Real terms = 0;
   team_schur_rhs<Real>(team, mats, true, m, b.part[0], &terms);
