@@ -14,10 +14,11 @@ template <class Real, class Shape>
 struct CgCorrectedTeam {
   BackwardResult<Real> result;
   math::CgSettings<Real> settings;
+  math::GradientSide project;
   __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t b) const {
     const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
-    return math::cg_corrected_matrix(team, mats, settings, history_row(result, b));
+    return math::cg_corrected_matrix(team, mats, settings, history_row(result, b), project);
   }
 };
 
@@ -25,20 +26,21 @@ struct CgCorrectedTeam {
 
 template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                  math::CgSettings<Real> settings) {
+                  math::CgSettings<Real> settings, math::GradientSide project) {
   const int n = problem.grad_output.n;
   with_team_shape(n, [&](auto shape) {
     using Shape = decltype(shape);
-    launch_teams<Real, Shape>(
-        problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
-        result.status, result.iterations, problem.grad_output.batch, n,
-        CgCorrectedTeam<Real, Shape>{result, settings}, Staging::on, 0, stream_of(problem));
+    launch_teams<Real, Shape>(problem.forward_output.data, problem.grad_output.data,
+                              result.grad_logits.data, result.status, result.iterations,
+                              problem.grad_output.batch, n,
+                              CgCorrectedTeam<Real, Shape>{result, settings, project}, Staging::on,
+                              0, stream_of(problem));
   });
 }
 
 template void cg_corrected(const BackwardProblem<float>&, const BackwardResult<float>&,
-                           math::CgSettings<float>);
+                           math::CgSettings<float>, math::GradientSide);
 template void cg_corrected(const BackwardProblem<double>&, const BackwardResult<double>&,
-                           math::CgSettings<double>);
+                           math::CgSettings<double>, math::GradientSide);
 
 }  // namespace sinkgrad::cuda
