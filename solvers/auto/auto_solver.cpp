@@ -11,6 +11,7 @@
 #include "core/solver_variants.hpp"
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_corrected/cg_corrected_driver.hpp"
+#include "solvers/implicit/projection_option.hpp"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 
 namespace sinkgrad {
@@ -48,7 +49,7 @@ class AutoSolver : public SolverVariants<AutoSolver> {
                                                              : options().real("max_violation"));
     cg_corrected_batch(problem, result, device,
                        cg_settings<Real>(options(), n, cg_corrected_auto_iterations(n)),
-                       max_violation);
+                       options().text("project") == "true", max_violation);
     replace_by_unrolled(problem, result, device, FallbackStatus::mark);
   }
 };
@@ -57,6 +58,7 @@ class AutoSolver : public SolverVariants<AutoSolver> {
 
 void register_auto(SolverRegistry& registry) {
   auto options = cg_option_specs("2n");
+  options.push_back(project_option_spec());
   options.push_back(OptionSpec::real(
       "max_violation", "auto",
       "matrices whose forward marginals are farther from one (max |r_i - 1|, max |c_j - 1|) get "

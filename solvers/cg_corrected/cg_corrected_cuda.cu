@@ -14,11 +14,13 @@ template <class Real, class Shape>
 struct CgCorrectedTeam {
   BackwardResult<Real> result;
   math::CgSettings<Real> settings;
+  math::GradientSide project;
   Real max_violation;
   __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t b) const {
     const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
-    return math::cg_corrected_matrix(team, mats, settings, history_row(result, b), max_violation);
+    return math::cg_corrected_matrix(team, mats, settings, history_row(result, b), project,
+                                     max_violation);
   }
 };
 
@@ -26,7 +28,7 @@ struct CgCorrectedTeam {
 
 template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                  math::CgSettings<Real> settings, Real max_violation) {
+                  math::CgSettings<Real> settings, math::GradientSide project, Real max_violation) {
   const int n = problem.grad_output.n;
   // The exact side eliminated, as cg_plain does (solvers/cg_corrected/cg_corrected_math.hpp):
   // R^T and G^T, read transposed into the tiles, after a forward that left the columns exact.
@@ -37,15 +39,15 @@ void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Rea
       launch_teams<Real, Shape, decltype(orientation)::value>(
           problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
           result.status, result.iterations, problem.grad_output.batch, n,
-          CgCorrectedTeam<Real, Shape>{result, settings, max_violation}, Staging::on, 0,
+          CgCorrectedTeam<Real, Shape>{result, settings, project, max_violation}, Staging::on, 0,
           stream_of(problem));
     });
   });
 }
 
 template void cg_corrected(const BackwardProblem<float>&, const BackwardResult<float>&,
-                           math::CgSettings<float>, float);
+                           math::CgSettings<float>, math::GradientSide, float);
 template void cg_corrected(const BackwardProblem<double>&, const BackwardResult<double>&,
-                           math::CgSettings<double>, double);
+                           math::CgSettings<double>, math::GradientSide, double);
 
 }  // namespace sinkgrad::cuda

@@ -1,6 +1,7 @@
 #pragma once
 // The CUDA batch driver of `cg_corrected` (solvers/cg_corrected/cg_corrected_math.hpp, one
-// team per matrix), for float and double, n <= 1024.
+// team per matrix), for float and double, n <= 1024; `project`: the side to project the
+// gradient on (solvers/implicit/invariant_side.hpp).
 // Every pointer and view is CUDA device memory. The call launches on the legacy default stream
 // and returns without waiting: launch errors throw sinkgrad::Error at once, errors while the
 // kernel runs surface at the next checked synchronising call (cuda::synchronize). Compiled only
@@ -8,12 +9,15 @@
 
 #include "core/backward_problem.hpp"
 #include "solvers/cg/cg_math.hpp"
+#include "solvers/implicit/invariant_side.hpp"
 
 namespace sinkgrad::cuda {
 
-// max_violation: as cg_corrected_matrix's (infinity: every matrix is solved).
+// project: the side to project the gradient on, in the coordinates of the tiles (transposed
+// after a forward that left the columns exact); max_violation: as cg_corrected_matrix's
+// (infinity: every matrix is solved).
 template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                  math::CgSettings<Real> settings, Real max_violation);
+                  math::CgSettings<Real> settings, math::GradientSide project, Real max_violation);
 
 }  // namespace sinkgrad::cuda

@@ -1,7 +1,8 @@
 #pragma once
 // The batch driver of `cg_corrected` on either device, for the solvers built on it (auto):
 // every view in host memory on the cpu, in device memory on cuda (launched on the problem's
-// stream, returning without waiting). max_violation: as cg_corrected_matrix's.
+// stream, returning without waiting). project: onto the forward's invariant subspace
+// (solvers/implicit/invariant_side.hpp); max_violation: as cg_corrected_matrix's.
 
 #include "core/backward_problem.hpp"
 #include "core/types.hpp"
@@ -11,7 +12,8 @@ namespace sinkgrad {
 
 template <class Real>
 void cg_corrected_batch(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                        Device device, math::CgSettings<Real> settings, Real max_violation);
+                        Device device, math::CgSettings<Real> settings, bool project,
+                        Real max_violation);
 
 // cg_corrected's default iteration count for n: n - 1 suffice in exact arithmetic, the rest
 // absorbs rounding.

@@ -19,6 +19,7 @@ namespace sinkgrad::math {
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& mats,
                                               CgSettings<Real> settings, Real* history,
+                                              GradientSide project = GradientSide::none,
                                               Real max_violation = infinity<Real>()) {
   TeamMarginals<Team> m;
   Real violation = 0;
@@ -45,7 +46,10 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   // A breakdown keeps its last iterate: NaN only where that gives no finite gradient.
   typename Team::Vec alpha;
   team_schur_alpha<Real>(team, mats, true, m, beta.part[0], alpha);
-  if (!team_assemble_gradient<Real>(team, mats, alpha, beta.part[0]))
+  // Its rows sum to 0 to rounding (α is solved from β), its columns to CG's residual: the
+  // projection moves it by about the tolerance.
+  if (!team_assemble_gradient<Real>(team, mats, alpha, beta.part[0]) ||
+      !team_project_gradient<Real>(team, mats, project))
     return team_fail<Real>(team, mats, SolveStatus::breakdown, outcome.iterations);
   return outcome;
 }

@@ -7,6 +7,7 @@
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_corrected/cg_corrected_driver.hpp"
 #include "solvers/cg_corrected/cg_corrected_math.hpp"
+#include "solvers/implicit/projection_option.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/cg_corrected/cg_corrected_cuda.hpp"
 #endif
@@ -15,36 +16,42 @@ namespace sinkgrad {
 
 template <class Real>
 void cg_corrected_batch(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                        Device device, math::CgSettings<Real> settings, Real max_violation) {
+                        Device device, math::CgSettings<Real> settings, bool project,
+                        Real max_violation) {
+  // The exact side eliminated (cg_corrected_math.hpp): R^T and G^T, read transposed in place,
+  // when the forward's last step normalised columns; the projection's side seen from there.
+  const bool transposed = last_step_normalises_columns(problem.forward.convention);
+  const math::GradientSide side =
+      project ? (transposed ? transposed_side(invariant_side(problem.forward))
+                            : invariant_side(problem.forward))
+              : math::GradientSide::none;
   if (device == Device::cuda) {
 #if defined(SINKGRAD_WITH_CUDA)
-    return cuda::cg_corrected(problem, result, settings, max_violation);
+    return cuda::cg_corrected(problem, result, settings, side, max_violation);
 #else
     throw Error("cg_corrected on cuda needs a build with CUDA");
 #endif
   }
   const int n = problem.grad_output.n;
-  // The exact side eliminated (cg_corrected_math.hpp): R^T and G^T, read transposed in place,
-  // when the forward's last step normalised columns.
   const auto solve_with = [&](auto matrices) {
     using Matrices = decltype(matrices);
     solve_each_matrix_with_team(
         result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
           const Matrices mats{problem.forward_output.matrix(b), problem.grad_output.matrix(b),
                               result.grad_logits.matrix(b), n};
-          return math::cg_corrected_matrix(team, mats, settings, history, max_violation);
+          return math::cg_corrected_matrix(team, mats, settings, history, side, max_violation);
         });
   };
-  if (last_step_normalises_columns(problem.forward.convention))
+  if (transposed)
     solve_with(math::CpuMatrices<Real, true>{});
   else
     solve_with(math::CpuMatrices<Real>{});
 }
 
 template void cg_corrected_batch(const BackwardProblem<float>&, const BackwardResult<float>&,
-                                 Device, math::CgSettings<float>, float);
+                                 Device, math::CgSettings<float>, bool, float);
 template void cg_corrected_batch(const BackwardProblem<double>&, const BackwardResult<double>&,
-                                 Device, math::CgSettings<double>, double);
+                                 Device, math::CgSettings<double>, bool, double);
 
 namespace {
 
@@ -59,14 +66,14 @@ class CgCorrectedSolver : public SolverVariants<CgCorrectedSolver> {
   template <class Real>
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     cg_corrected_batch(problem, result, Device::cpu, settings<Real>(problem),
-                       math::infinity<Real>());
+                       options().text("project") == "true", math::infinity<Real>());
   }
 
 #if defined(SINKGRAD_WITH_CUDA)
   template <class Real>
   void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     cg_corrected_batch(problem, result, Device::cuda, settings<Real>(problem),
-                       math::infinity<Real>());
+                       options().text("project") == "true", math::infinity<Real>());
   }
 #endif
 
@@ -81,10 +88,12 @@ class CgCorrectedSolver : public SolverVariants<CgCorrectedSolver> {
 }  // namespace
 
 void register_cg_corrected(SolverRegistry& registry) {
+  auto options = cg_option_specs("2n");
+  options.push_back(project_option_spec());
   SolverInfo info{"cg_corrected",
                   "implicit gradient of the corrected system (diag(c) - R^T diag(r)^-1 R) beta = "
                   "s_c - R^T diag(r)^-1 s_r with the actual marginals, by conjugate gradients",
-                  builtin_devices(), both_precisions(), cg_option_specs("2n")};
+                  builtin_devices(), both_precisions(), options};
   registry.add(info, [info](const OptionValues& values) {
     return std::make_unique<CgCorrectedSolver>(info, values);
   });

@@ -15,10 +15,11 @@ struct CgPlainTeam {
   BackwardResult<Real> result;
   math::PlainSystem system;
   math::CgSettings<Real> settings;
+  math::GradientSide project;
   __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t b) const {
     const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
-    return math::cg_plain_matrix(team, mats, system, settings, history_row(result, b));
+    return math::cg_plain_matrix(team, mats, system, settings, history_row(result, b), project);
   }
 };
 
@@ -26,7 +27,8 @@ struct CgPlainTeam {
 
 template <class Real>
 void cg_plain(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-              math::PlainSystem system, math::CgSettings<Real> settings) {
+              math::PlainSystem system, math::CgSettings<Real> settings,
+              math::GradientSide project) {
   const int n = problem.grad_output.n;
   // The plain system eliminates α with R 1 = 1: after a forward that left the columns exact it
   // is solved for R^T and G^T, read transposed into the tiles (solvers/implicit/exact_side.hpp).
@@ -37,13 +39,14 @@ void cg_plain(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
       launch_teams<Real, Shape, decltype(orientation)::value>(
           problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
           result.status, result.iterations, problem.grad_output.batch, n,
-          CgPlainTeam<Real, Shape>{result, system, settings}, Staging::on, 0, stream_of(problem));
+          CgPlainTeam<Real, Shape>{result, system, settings, project}, Staging::on, 0,
+          stream_of(problem));
     });
   });
 }
 
 template void cg_plain(const BackwardProblem<float>&, const BackwardResult<float>&,
-                       math::PlainSystem, math::CgSettings<float>);
+                       math::PlainSystem, math::CgSettings<float>, math::GradientSide);
 template void cg_plain(const BackwardProblem<double>&, const BackwardResult<double>&,
-                       math::PlainSystem, math::CgSettings<double>);
+                       math::PlainSystem, math::CgSettings<double>, math::GradientSide);
 }  // namespace sinkgrad::cuda

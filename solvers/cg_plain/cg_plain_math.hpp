@@ -1,7 +1,9 @@
 #pragma once
 // Per-matrix plain implicit gradient (assumes r = c = 1) by CG, run by a team on the CPU or the
 // GPU. Exact only when the forward has converged; otherwise it solves the "wrong" system on
-// purpose: measuring that error is what the framework is for.
+// purpose: measuring that error is what the framework is for. With `project` the gradient is
+// then projected onto the forward's invariant subspace (implicit_operators.hpp), which the plain
+// gradient leaves when the forward has not converged.
 
 #include "solvers/cg/cg_math.hpp"
 #include "solvers/implicit/implicit_operators.hpp"
@@ -13,7 +15,8 @@ enum class PlainSystem { schur, block };
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats,
                                           PlainSystem system, CgSettings<Real> settings,
-                                          Real* history) {
+                                          Real* history,
+                                          GradientSide project = GradientSide::none) {
   TeamMarginals<Team> m;
   if (!team_marginals<Real>(team, mats, m))
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
@@ -39,6 +42,7 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
                                  history);
     finite = team_assemble_gradient<Real>(team, mats, x.part[0], x.part[1]);
   }
+  if (finite) finite = team_project_gradient<Real>(team, mats, project);
   // A breakdown keeps its last iterate: NaN only where that gives no finite gradient.
   if (!finite) return team_fail<Real>(team, mats, SolveStatus::breakdown, outcome.iterations);
   return outcome;

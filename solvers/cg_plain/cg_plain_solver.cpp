@@ -6,6 +6,7 @@
 #include "core/solver_variants.hpp"
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_plain/cg_plain_math.hpp"
+#include "solvers/implicit/projection_option.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
 #endif
@@ -33,16 +34,18 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
     const auto settings = cg_settings<Real>(options(), n, auto_iterations(n));
     // The exact side (solvers/implicit/exact_side.hpp): R^T and G^T, read transposed in place,
     // when the forward's last step normalised columns.
+    const bool transposed = last_step_normalises_columns(problem.forward.convention);
+    const auto project = projection_side(options(), problem.forward, transposed);
     const auto solve_with = [&](auto matrices) {
       using Matrices = decltype(matrices);
       solve_each_matrix_with_team(
           result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
             const Matrices mats{problem.forward_output.matrix(b), problem.grad_output.matrix(b),
                                 result.grad_logits.matrix(b), n};
-            return math::cg_plain_matrix(team, mats, system_, settings, history);
+            return math::cg_plain_matrix(team, mats, system_, settings, history, project);
           });
     };
-    if (last_step_normalises_columns(problem.forward.convention))
+    if (transposed)
       solve_with(math::CpuMatrices<Real, true>{});
     else
       solve_with(math::CpuMatrices<Real>{});
@@ -52,9 +55,11 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
   template <class Real>
   void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     // The kernel takes the exact side itself (it reads R and G transposed when it must).
-    cuda::cg_plain(problem, result, system_,
-                   cg_settings<Real>(options(), problem.grad_output.n,
-                                     auto_iterations(problem.grad_output.n)));
+    cuda::cg_plain(
+        problem, result, system_,
+        cg_settings<Real>(options(), problem.grad_output.n, auto_iterations(problem.grad_output.n)),
+        projection_side(options(), problem.forward,
+                        last_step_normalises_columns(problem.forward.convention)));
   }
 #endif
 
@@ -70,6 +75,7 @@ void register_cg_plain(SolverRegistry& registry) {
                  OptionSpec::choice("system", {"schur", "block"},
                                     "schur: (I - R^T R) beta = s_c - R^T s_r (size n); block: "
                                     "[I R; R^T I][alpha; beta] = [s_r; s_c] (size 2n)"));
+  options.push_back(project_option_spec());
   SolverInfo info{"cg_plain",
                   "implicit gradient assuming r = c = 1 (exact only at a converged forward), by "
                   "conjugate gradients",

@@ -12,15 +12,15 @@ namespace sinkgrad::cuda {
 
 template <class Real>
 void direct(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-            math::SchurSystem system) {
+            math::SchurSystem system, math::GradientSide project) {
   if (system == math::SchurSystem::corrected && problem.grad_output.n <= max_block_team_n)
-    return direct_detail::corrected_teams(problem, result);
-  direct_detail::per_matrix(problem, result, system);
+    return direct_detail::corrected_teams(problem, result, project);
+  direct_detail::per_matrix(problem, result, system, project);
 }
 
-template void direct(const BackwardProblem<float>&, const BackwardResult<float>&,
-                     math::SchurSystem);
+template void direct(const BackwardProblem<float>&, const BackwardResult<float>&, math::SchurSystem,
+                     math::GradientSide);
 template void direct(const BackwardProblem<double>&, const BackwardResult<double>&,
-                     math::SchurSystem);
+                     math::SchurSystem, math::GradientSide);
 
 }  // namespace sinkgrad::cuda

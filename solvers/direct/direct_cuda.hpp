@@ -12,9 +12,10 @@
 namespace sinkgrad::cuda {
 
 // The corrected system for n <= 1024 in team form (solvers/direct/direct_team.hpp), the plain
-// system and larger n one thread per matrix (direct_math.hpp).
+// system and larger n one thread per matrix (direct_math.hpp); `project`: the side to project
+// the gradient on (solvers/implicit/invariant_side.hpp).
 template <class Real>
 void direct(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-            math::SchurSystem system);
+            math::SchurSystem system, math::GradientSide project = math::GradientSide::none);
 
 }  // namespace sinkgrad::cuda

@@ -3,5 +3,5 @@
 
 namespace sinkgrad::cuda::direct_detail {
 template void per_matrix(const BackwardProblem<double>&, const BackwardResult<double>&,
-                         math::SchurSystem);
+                         math::SchurSystem, math::GradientSide);
 }  // namespace sinkgrad::cuda::direct_detail

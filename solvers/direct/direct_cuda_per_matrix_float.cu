@@ -3,5 +3,5 @@
 
 namespace sinkgrad::cuda::direct_detail {
 template void per_matrix(const BackwardProblem<float>&, const BackwardResult<float>&,
-                         math::SchurSystem);
+                         math::SchurSystem, math::GradientSide);
 }  // namespace sinkgrad::cuda::direct_detail

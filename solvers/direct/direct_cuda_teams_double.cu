@@ -2,5 +2,6 @@
 #include "solvers/direct/direct_cuda_units.cuh"
 
 namespace sinkgrad::cuda::direct_detail {
-template void corrected_teams(const BackwardProblem<double>&, const BackwardResult<double>&);
+template void corrected_teams(const BackwardProblem<double>&, const BackwardResult<double>&,
+                              math::GradientSide);
 }  // namespace sinkgrad::cuda::direct_detail

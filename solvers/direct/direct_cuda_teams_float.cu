@@ -2,5 +2,6 @@
 #include "solvers/direct/direct_cuda_units.cuh"
 
 namespace sinkgrad::cuda::direct_detail {
-template void corrected_teams(const BackwardProblem<float>&, const BackwardResult<float>&);
+template void corrected_teams(const BackwardProblem<float>&, const BackwardResult<float>&,
+                              math::GradientSide);
 }  // namespace sinkgrad::cuda::direct_detail

@@ -16,9 +16,10 @@ struct DirectMatrix {
   BackwardResult<Real> result;
   int n;
   math::SchurSystem system;
+  math::GradientSide project;
   __device__ MatrixOutcome operator()(index_t b, Real* work, Real* /*history*/) const {
     return math::direct_matrix(problem.forward_output.matrix(b), problem.grad_output.matrix(b),
-                               result.grad_logits.matrix(b), n, system, work);
+                               result.grad_logits.matrix(b), n, system, work, project);
   }
 };
 
@@ -33,34 +34,37 @@ struct DirectMatrix {
 template <class Real, class Shape>
 struct DirectCorrectedTeam {
   static constexpr int min_blocks_per_sm = sizeof(Real) == 8 && Shape::cap == 8 ? 3 : 0;
+  math::GradientSide project;
   __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t) const {
     const TileMatrices<Real, Shape, Shape::cap <= 8> mats(R, G, team.lane(), team.n());
-    return math::direct_corrected_team<Real>(team, mats);
+    return math::direct_corrected_team<Real>(team, mats, project);
   }
 };
 
 template <class Real>
-void corrected_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
+void corrected_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                     math::GradientSide project) {
   const int n = problem.grad_output.n;
   with_team_shape(n, [&](auto shape) {
     using Shape = decltype(shape);
     // Not staged: direct is bound by the latency of its n-round solves, so its speed is how
     // many blocks fit at once, which the staging's shared memory halves at n = 32.
-    launch_teams<Real, Shape>(problem.forward_output.data, problem.grad_output.data,
-                              result.grad_logits.data, result.status, result.iterations,
-                              problem.grad_output.batch, n, DirectCorrectedTeam<Real, Shape>{},
-                              Staging::off, 0, stream_of(problem));
+    launch_teams<Real, Shape>(
+        problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
+        result.status, result.iterations, problem.grad_output.batch, n,
+        DirectCorrectedTeam<Real, Shape>{project}, Staging::off, 0, stream_of(problem));
   });
 }
 
 template <class Real>
 void per_matrix(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                math::SchurSystem system) {
+                math::SchurSystem system, math::GradientSide project) {
   const int n = problem.grad_output.n;
   launch_per_matrix<Real>(result, problem.grad_output.batch,
                           static_cast<std::size_t>(math::direct_workspace(n, system)),
-                          DirectMatrix<Real>{problem, result, n, system}, stream_of(problem));
+                          DirectMatrix<Real>{problem, result, n, system, project},
+                          stream_of(problem));
 }
 
 }  // namespace sinkgrad::cuda::direct_detail

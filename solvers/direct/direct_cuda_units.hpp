@@ -11,11 +11,12 @@ namespace sinkgrad::cuda::direct_detail {
 
 // The corrected system in team form (solvers/direct/direct_team.hpp), n <= 1024.
 template <class Real>
-void corrected_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result);
+void corrected_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                     math::GradientSide project);
 
 // Either system, one matrix per thread (solvers/direct/direct_math.hpp), any n.
 template <class Real>
 void per_matrix(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                math::SchurSystem system);
+                math::SchurSystem system, math::GradientSide project);
 
 }  // namespace sinkgrad::cuda::direct_detail

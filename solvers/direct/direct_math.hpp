@@ -23,7 +23,8 @@ SINKGRAD_HD int direct_workspace(int n, SchurSystem system) {
 
 template <class Real>
 SINKGRAD_HD MatrixOutcome direct_matrix(const Real* R, const Real* G, Real* grad, int n,
-                                        SchurSystem system, Real* work) {
+                                        SchurSystem system, Real* work,
+                                        GradientSide project = GradientSide::none) {
   const Real eps = Epsilon<Real>::value;
   const Marginals<Real> m = marginals_in(work, n);
   Real* b = work + 4 * n;
@@ -54,6 +55,7 @@ SINKGRAD_HD MatrixOutcome direct_matrix(const Real* R, const Real* G, Real* grad
   }
   schur_alpha(system, R, m, beta, n, alpha);
   assemble_gradient(R, G, alpha, beta, n, grad);
+  project_gradient(grad, n, project);
   if (!all_finite(grad, n * n)) return fail_matrix(grad, n, SolveStatus::breakdown);
   return {cut.near_cut ? SolveStatus::ill_conditioned : SolveStatus::ok, 0};
 }

@@ -12,6 +12,8 @@
 //              (R with a block structure) is reported as breakdown, and an eigenvalue so near
 //              the cut that rounding decides whether it is kept, when that changes the
 //              gradient, as ill_conditioned (plain_cut.hpp; the same test on the GPU).
+// With project=true (the default) the gradient is then projected onto the forward's invariant
+// subspace (solvers/implicit/invariant_side.hpp).
 
 #include "backend/cpu/batch_loop.hpp"
 #include "backend/cpu/team_loop.hpp"
@@ -23,6 +25,7 @@
 #include "solvers/direct/direct_team.hpp"
 #include "solvers/direct/eigen_direct.hpp"
 #include "solvers/implicit/exact_side.hpp"
+#include "solvers/implicit/projection_option.hpp"
 
 namespace sinkgrad {
 namespace {
@@ -42,20 +45,29 @@ class DirectSolver : public SolverVariants<DirectSolver> {
         system_(this->options().text("system") == "plain" ? SchurSystem::plain
                                                           : SchurSystem::corrected) {}
 
+  // The side to project in the coordinates of the solve: the plain system's are transposed
+  // after a forward that left the columns exact (exact_side.hpp).
+  math::GradientSide project(const ForwardSpec& spec) const {
+    return projection_side(
+        options(), spec,
+        system_ == SchurSystem::plain && last_step_normalises_columns(spec.convention));
+  }
+
   template <class Real>
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    const auto side = project(problem.forward);
     if (system_ == SchurSystem::plain)
-      return solve_on_exact_rows_cpu(problem, result,
-                                     [&](const auto& p, const auto& r) { solve_cpu_rows(p, r); });
+      return solve_on_exact_rows_cpu(
+          problem, result, [&](const auto& p, const auto& r) { solve_cpu_rows(p, r, side); });
     const int n = problem.grad_output.n;
-    if (n > max_cpu_team_direct_n) return solve_cpu_rows(problem, result);
+    if (n > max_cpu_team_direct_n) return solve_cpu_rows(problem, result, side);
     solve_each_matrix_with_team(
         result, problem.grad_output.batch, n,
         [&](const auto& team, index_t b, Real*) {
           const math::CpuMatrices<Real> mats{problem.forward_output.matrix(b),
                                              problem.grad_output.matrix(b),
                                              result.grad_logits.matrix(b), n};
-          return math::direct_corrected_team<Real>(team, mats);
+          return math::direct_corrected_team<Real>(team, mats, side);
         },
         3 * static_cast<std::size_t>(n) * n);
   }
@@ -63,18 +75,20 @@ class DirectSolver : public SolverVariants<DirectSolver> {
 #if defined(SINKGRAD_WITH_CUDA)
   template <class Real>
   void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
+    const auto side = project(problem.forward);
     if (system_ == SchurSystem::plain)
-      return solve_on_exact_rows_cuda(
-          problem, result, [&](const auto& p, const auto& r) { cuda::direct(p, r, system_); });
-    cuda::direct(problem, result, system_);
+      return solve_on_exact_rows_cuda(problem, result, [&](const auto& p, const auto& r) {
+        cuda::direct(p, r, system_, side);
+      });
+    cuda::direct(problem, result, system_, side);
   }
 #endif
 
  private:
   // The plain system as written, which assumes R's rows exact (exact_side.hpp).
   template <class Real>
-  void solve_cpu_rows(const BackwardProblem<Real>& problem,
-                      const BackwardResult<Real>& result) const {
+  void solve_cpu_rows(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+                      math::GradientSide side) const {
     const int n = problem.grad_output.n;
     const index_t batch = problem.grad_output.batch;
 #pragma omp parallel
@@ -84,7 +98,7 @@ class DirectSolver : public SolverVariants<DirectSolver> {
       for (index_t b = 0; b < batch; ++b) {
         const MatrixOutcome outcome = math::eigen_direct_matrix(
             problem.forward_output.matrix(b), problem.grad_output.matrix(b),
-            result.grad_logits.matrix(b), n, system_, workspace);
+            result.grad_logits.matrix(b), n, system_, workspace, side);
         result.status[b] = outcome.status;
         result.iterations[b] = outcome.iterations;
       }
@@ -104,7 +118,8 @@ void register_direct(SolverRegistry& registry) {
       builtin_devices(),
       both_precisions(),
       {OptionSpec::choice("system", {"corrected", "plain"},
-                          "corrected: actual marginals r, c; plain: assumes r = c = 1")}};
+                          "corrected: actual marginals r, c; plain: assumes r = c = 1"),
+       project_option_spec()}};
   registry.add(info, [info](const OptionValues& values) {
     return std::make_unique<DirectSolver>(info, values);
   });

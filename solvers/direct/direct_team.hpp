@@ -207,7 +207,8 @@ SINKGRAD_HD Real team_cholesky_rcond(const Team& team, const Rows& L, const Rows
 // The corrected `direct` solve of one matrix: direct_matrix(..., SchurSystem::corrected, ...).
 // Uses rows<0>() (S, then L) and rows<1>() (the columns of L).
 template <class Real, class Team, class Matrices>
-SINKGRAD_HD MatrixOutcome direct_corrected_team(const Team& team, const Matrices& mats) {
+SINKGRAD_HD MatrixOutcome direct_corrected_team(const Team& team, const Matrices& mats,
+                                                GradientSide project = GradientSide::none) {
   const int n = team.n();
   TeamMarginals<Team> m;
   if (!team_marginals<Real>(team, mats, m))
@@ -224,7 +225,8 @@ SINKGRAD_HD MatrixOutcome direct_corrected_team(const Team& team, const Matrices
   team_cholesky_solve<Real>(team, L, Lt, beta, all_beta);
   typename Team::Vec alpha;
   team_schur_alpha<Real>(team, mats, true, m, beta, alpha);
-  if (!team_assemble_gradient<Real>(team, mats, alpha, beta))
+  if (!team_assemble_gradient<Real>(team, mats, alpha, beta) ||
+      !team_project_gradient<Real>(team, mats, project))
     return team_fail<Real>(team, mats, SolveStatus::breakdown);
   return {SolveStatus::ok, 0};
 }

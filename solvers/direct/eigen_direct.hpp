@@ -54,7 +54,8 @@ bool solve_plain(DenseWorkspace<Real>& w, const Real* s_c, int n, bool& near_cut
 
 template <class Real>
 MatrixOutcome eigen_direct_matrix(const Real* R, const Real* G, Real* grad, int n,
-                                  SchurSystem system, DenseWorkspace<Real>& w) {
+                                  SchurSystem system, DenseWorkspace<Real>& w,
+                                  GradientSide project = GradientSide::none) {
   const auto m = marginals_in(w.marginals.data(), n);
   if (!compute_marginals(R, G, n, m)) return fail_matrix(grad, n, SolveStatus::invalid_input);
   schur_matrix(system, R, m, n, w.S.data());
@@ -65,6 +66,7 @@ MatrixOutcome eigen_direct_matrix(const Real* R, const Real* G, Real* grad, int 
   if (!solved) return fail_matrix(grad, n, SolveStatus::breakdown);
   schur_alpha(system, R, m, w.beta.data(), n, w.alpha.data());
   assemble_gradient(R, G, w.alpha.data(), w.beta.data(), n, grad);
+  project_gradient(grad, n, project);
   if (!all_finite(grad, n * n)) return fail_matrix(grad, n, SolveStatus::breakdown);
   return {near_cut ? SolveStatus::ill_conditioned : SolveStatus::ok, 0};
 }

@@ -8,6 +8,7 @@
 #include "math/numeric.hpp"
 #include "math/team_fail.hpp"
 #include "solvers/cg/cg_math.hpp"
+#include "solvers/implicit/invariant_side.hpp"
 
 namespace sinkgrad::math {
 
@@ -119,6 +120,53 @@ SINKGRAD_HD bool team_assemble_gradient(const Team& team, const Matrices& mats,
       grad[j] = value;
     }
   });
+  return team.all(finite);
+}
+
+// The gradient minus its mean along `side` (the team's coordinates): the orthogonal
+// projection onto the matrices whose sums along that side are 0, where the exact gradient of
+// the forward lies, so it moves the gradient no farther from it. Each sum runs in ascending
+// order on the lane that owns the row or column, on both devices alike. Returns whether every
+// entry is finite (on every lane).
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD bool team_project_gradient(const Team& team, const Matrices& mats, GradientSide side) {
+  const int n = team.n();
+  if (side == GradientSide::none) return true;
+  // The sum of x[0 .. n) in ascending order.
+  const auto sum_of = [&](const auto& x) {
+    Real sum = 0;
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      sum += x[j];
+    }
+    return sum;
+  };
+  // grad[j] -= mean_of(j) along a lane's row, noting any entry that is not finite.
+  bool finite = true;
+  const auto subtract = [&](const auto& grad, const auto& mean_of) {
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      const Real value = grad[j] - mean_of(j);
+      if (!is_finite(value)) finite = false;
+      grad[j] = value;
+    }
+  };
+  if (side == GradientSide::rows) {
+    team.each([&](Slot s) {
+      const auto& grad = mats.grad_row(s);
+      const Real mean = sum_of(grad) / Real(n);
+      subtract(grad, [&](int) { return mean; });
+    });
+    return team.all(finite);
+  }
+  typename Team::Vec mean{};  // {}: GCC cannot see that share() reads only the n written
+  team.sync();                // the columns hold rows other lanes have just written
+  team.each([&](Slot s) { mean[s] = sum_of(mats.grad_col(s)) / Real(n); });
+  // share() also orders every lane's reads of the columns before the writes below.
+  const auto& all_mean = team.share(mean);
+  team.each([&](Slot s) { subtract(mats.grad_row(s), [&](int j) { return all_mean[j]; }); });
   return team.all(finite);
 }
 

@@ -42,6 +42,7 @@
 #include "solvers/cg_corrected/cg_corrected_cuda.hpp"
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
 #include "solvers/direct/direct_cuda.hpp"
+#include "solvers/implicit/invariant_side.hpp"
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 
@@ -185,6 +186,22 @@ const char* kernel_name(Kernel k) {
   return "?";
 }
 
+// The solvers' auto CG settings (solvers/cg/cg_options.hpp): tolerance 1e-5 / 1e-12, 2n or 4n
+// iterations, the floor at 2n unit roundoffs of b's terms.
+template <class Real>
+math::CgSettings<Real> auto_settings(int iterations, int n) {
+  return {iterations, sizeof(Real) == 4 ? Real(1e-5) : Real(1e-12), Real(2 * n)};
+}
+
+// The side the implicit solvers project on by default (project=true), in the coordinates of
+// the solvers that eliminate the exact side (cg_plain, cg_corrected, direct plain): transposed
+// after a forward that left the columns exact (solvers/implicit/invariant_side.hpp).
+template <class Real>
+math::GradientSide default_side(const BackwardProblem<Real>& p) {
+  const math::GradientSide side = invariant_side(p.forward);
+  return last_step_normalises_columns(p.forward.convention) ? transposed_side(side) : side;
+}
+
 // Every 100th matrix (from 37) marked not_converged: a failure spread through the batch.
 __global__ void fail_one_in_100(SolveStatus* status, index_t batch) {
   const index_t step = index_t(gridDim.x) * blockDim.x;
@@ -196,20 +213,13 @@ template <class Real>
 void corrected_then_fallback(const BackwardProblem<Real>& p, const BackwardResult<Real>& r,
                              Real max_violation, bool fail, FallbackStatus mode) {
   const int n = p.grad_output.n;
-  cuda::cg_corrected(p, r, auto_settings<Real>(2 * n), max_violation);
+  cuda::cg_corrected(p, r, auto_settings<Real>(2 * n, n), default_side(p), max_violation);
   if (fail) {
     const index_t batch = p.grad_output.batch;
     fail_one_in_100<<<static_cast<unsigned>(std::min<index_t>((batch + 255) / 256, 4096)), 256>>>(
         r.status, batch);
   }
   cuda::replace_by_unrolled(p, r, mode);
-}
-
-// The solvers' auto CG settings (solvers/cg/cg_options.hpp): tolerance 1e-5 / 1e-12, 2n or 4n
-// iterations, the floor at 2n unit roundoffs of b's terms.
-template <class Real>
-math::CgSettings<Real> auto_settings(int iterations, int n) {
-  return {iterations, sizeof(Real) == 4 ? Real(1e-5) : Real(1e-12), Real(2 * n)};
 }
 
 template <class Real>
@@ -227,13 +237,16 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
       cuda::unrolled(p, r);
       break;
     case Kernel::cg_plain_schur:
-      cuda::cg_plain(p, r, math::PlainSystem::schur, auto_settings<Real>(2 * n, n));
+      cuda::cg_plain(p, r, math::PlainSystem::schur, auto_settings<Real>(2 * n, n),
+                     default_side(p));
       break;
     case Kernel::cg_plain_block:
-      cuda::cg_plain(p, r, math::PlainSystem::block, auto_settings<Real>(4 * n, n));
+      cuda::cg_plain(p, r, math::PlainSystem::block, auto_settings<Real>(4 * n, n),
+                     default_side(p));
       break;
     case Kernel::cg_corrected:
-      cuda::cg_corrected(p, r, auto_settings<Real>(2 * n, n), math::infinity<Real>());
+      cuda::cg_corrected(p, r, auto_settings<Real>(2 * n, n), default_side(p),
+                         math::infinity<Real>());
       break;
     case Kernel::automatic:
     case Kernel::automatic_1pct:
@@ -246,10 +259,10 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
                               FallbackStatus::keep);
       break;
     case Kernel::direct_corrected:
-      cuda::direct(p, r, math::SchurSystem::corrected);
+      cuda::direct(p, r, math::SchurSystem::corrected, invariant_side(p.forward));
       break;
     case Kernel::direct_plain:
-      cuda::direct(p, r, math::SchurSystem::plain);
+      cuda::direct(p, r, math::SchurSystem::plain, default_side(p));
       break;
   }
 }

@@ -26,9 +26,10 @@ void check_against_eigen(math::SchurSystem system, int n, int T) {
   shared.iterations.resize(shared.status.size());
   std::vector<Real> work(static_cast<std::size_t>(math::direct_workspace(n, system)));
   for (index_t b = 0; b < batch; ++b) {
-    const MatrixOutcome outcome =
-        math::direct_matrix(in.R.view().matrix(b), in.G.view().matrix(b),
-                            shared.grad.view().matrix(b), n, system, work.data());
+    // projected as the solver's default does for columns_first: zero column sums
+    const MatrixOutcome outcome = math::direct_matrix(in.R.view().matrix(b), in.G.view().matrix(b),
+                                                      shared.grad.view().matrix(b), n, system,
+                                                      work.data(), math::GradientSide::columns);
     shared.status[b] = outcome.status;
     shared.iterations[b] = outcome.iterations;
   }

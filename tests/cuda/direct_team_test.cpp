@@ -38,11 +38,11 @@ Outputs<Real> solve_each(const Inputs<Real>& in, Solve&& solve) {
 
 // The team form on a CpuTeam of capacity Cap.
 template <class Real, int Cap>
-Outputs<Real> solve_with_cpu_team(const Inputs<Real>& in) {
+Outputs<Real> solve_with_cpu_team(const Inputs<Real>& in, math::GradientSide side) {
   std::vector<Real> rows(3 * static_cast<std::size_t>(in.R.n()) * in.R.n());
   return solve_each(in, [&](const Real* R, const Real* G, Real* grad, int n) {
     const math::CpuTeam<Real, Cap> team(n, rows.data());
-    return math::direct_corrected_team<Real>(team, math::CpuMatrices<Real>{R, G, grad, n});
+    return math::direct_corrected_team<Real>(team, math::CpuMatrices<Real>{R, G, grad, n}, side);
   });
 }
 
@@ -50,20 +50,20 @@ Outputs<Real> solve_with_cpu_team(const Inputs<Real>& in) {
 // solvers/direct/eigen_direct.hpp), independent of the team form's factorisation: what the CPU
 // `direct` runs above n = 8.
 template <class Real>
-Outputs<Real> solve_with_eigen(const Inputs<Real>& in) {
+Outputs<Real> solve_with_eigen(const Inputs<Real>& in, math::GradientSide side) {
   math::DenseWorkspace<Real> workspace(in.R.n());
   return solve_each(in, [&](const Real* R, const Real* G, Real* grad, int n) {
-    return math::eigen_direct_matrix(R, G, grad, n, math::SchurSystem::corrected, workspace);
+    return math::eigen_direct_matrix(R, G, grad, n, math::SchurSystem::corrected, workspace, side);
   });
 }
 
 // The one-thread pointer form (solvers/direct/direct_math.hpp).
 template <class Real>
-Outputs<Real> solve_with_direct_matrix(const Inputs<Real>& in) {
+Outputs<Real> solve_with_direct_matrix(const Inputs<Real>& in, math::GradientSide side) {
   std::vector<Real> work(
       static_cast<std::size_t>(math::direct_workspace(in.R.n(), math::SchurSystem::corrected)));
   return solve_each(in, [&](const Real* R, const Real* G, Real* grad, int n) {
-    return math::direct_matrix(R, G, grad, n, math::SchurSystem::corrected, work.data());
+    return math::direct_matrix(R, G, grad, n, math::SchurSystem::corrected, work.data(), side);
   });
 }
 
@@ -77,8 +77,10 @@ void check_team(int n, int T) {
   const index_t batch = std::clamp<index_t>(16384 / (index_t(n) * n), 24, 512);
   const Inputs<Real> in = make_inputs<Real>(rng, batch, n, T, /*bad_matrices=*/true);
 
-  const Outputs<Real> eigen = solve_with_eigen(in);
-  const Outputs<Real> team = solve_with_cpu_team<Real, Cap>(in);
+  // The solver's default for columns_first: the gradient projected onto zero column sums.
+  const math::GradientSide columns = math::GradientSide::columns;
+  const Outputs<Real> eigen = solve_with_eigen(in, columns);
+  const Outputs<Real> team = solve_with_cpu_team<Real, Cap>(in, columns);
   expect_parity(direct, in, eigen, team);  // a refusal rounding decides is not compared
   // The CPU solver: the team form to n = 8 (the same bits), Eigen above.
   const Outputs<Real> cpu = solve_on(*solver, in, Device::cpu);
@@ -97,20 +99,25 @@ void check_team(int n, int T) {
   EXPECT_GE(ok, batch / 2);
   for (index_t b : {0, 1, 4, 5}) EXPECT_EQ(team.status[b], SolveStatus::invalid_input) << b;
 
-  // Same operations as direct_matrix, in the same order: the same bits.
-  const Outputs<Real> single = solve_with_direct_matrix(in);
+  // Same operations as direct_matrix, in the same order: the same bits, for every projection.
   int mismatches = 0;
-  for (index_t b = 0; b < batch && mismatches < 5; ++b) {
-    if (team.status[b] != single.status[b]) {
-      ADD_FAILURE() << "matrix " << b << ": team status " << int(team.status[b])
-                    << ", direct_matrix status " << int(single.status[b]);
-      ++mismatches;
-      continue;
-    }
-    if (std::memcmp(team.grad.data() + b * nn, single.grad.data() + b * nn,
-                    sizeof(Real) * static_cast<std::size_t>(nn)) != 0) {
-      ADD_FAILURE() << "matrix " << b << ": team gradient differs from direct_matrix's";
-      ++mismatches;
+  for (const math::GradientSide side :
+       {math::GradientSide::columns, math::GradientSide::rows, math::GradientSide::none}) {
+    const Outputs<Real> by_team = solve_with_cpu_team<Real, Cap>(in, side);
+    const Outputs<Real> single = solve_with_direct_matrix(in, side);
+    for (index_t b = 0; b < batch && mismatches < 5; ++b) {
+      if (by_team.status[b] != single.status[b]) {
+        ADD_FAILURE() << "matrix " << b << ": team status " << int(by_team.status[b])
+                      << ", direct_matrix status " << int(single.status[b]);
+        ++mismatches;
+        continue;
+      }
+      if (std::memcmp(by_team.grad.data() + b * nn, single.grad.data() + b * nn,
+                      sizeof(Real) * static_cast<std::size_t>(nn)) != 0) {
+        ADD_FAILURE() << "matrix " << b << ": team gradient differs from direct_matrix's (side "
+                      << int(side) << ")";
+        ++mismatches;
+      }
     }
   }
 }

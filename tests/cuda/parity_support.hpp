@@ -45,13 +45,17 @@ struct SolverCase {
   }
 };
 
+// Every solver with its default options (the implicit ones projected onto the forward's
+// invariant subspace), then the CG solvers unprojected (project=false, the formula as written).
 inline std::vector<SolverCase> solver_cases() {
   return {{"unrolled", {}},
           {"cg_plain", {{"system", "schur"}}},
           {"cg_plain", {{"system", "block"}}},
           {"cg_corrected", {}},
           {"direct", {{"system", "corrected"}}},
-          {"direct", {{"system", "plain"}}}};
+          {"direct", {{"system", "plain"}}},
+          {"cg_plain", {{"system", "schur"}, {"project", "false"}}},
+          {"cg_corrected", {{"project", "false"}}}};
 }
 
 // Inputs of one solve: logits, the CPU forward R, and G, with bad matrices mixed in at the

@@ -105,21 +105,22 @@ std::string case_name(const ::testing::TestParamInfo<Case>& param_info) {
          std::to_string(T) + (precision == Precision::float32 ? "_f32" : "_f64");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllSolvers, SolverParity,
-                         ::testing::Combine(::testing::Range(0, 6), ::testing::ValuesIn(sizes()),
-                                            ::testing::ValuesIn(iteration_counts()),
-                                            ::testing::Values(Precision::float32,
-                                                              Precision::float64)),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    AllSolvers, SolverParity,
+    ::testing::Combine(::testing::Range(0, int(solver_cases().size())),
+                       ::testing::ValuesIn(sizes()), ::testing::ValuesIn(iteration_counts()),
+                       ::testing::Values(Precision::float32, Precision::float64)),
+    case_name);
 
 // Above n = 64 one block per matrix (backend/cuda/block_team.cuh): 65 leaves 31 lanes of its
 // last warp idle. (direct's plain system runs one thread per matrix at every n; at n = 100 in
 // float64 its workspace still fits a block's shared memory.)
-INSTANTIATE_TEST_SUITE_P(
-    BlockTeam, SolverParity,
-    ::testing::Combine(::testing::Range(0, 6), ::testing::Values(65, 100), ::testing::Values(3, 20),
-                       ::testing::Values(Precision::float32, Precision::float64)),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(BlockTeam, SolverParity,
+                         ::testing::Combine(::testing::Range(0, int(solver_cases().size())),
+                                            ::testing::Values(65, 100), ::testing::Values(3, 20),
+                                            ::testing::Values(Precision::float32,
+                                                              Precision::float64)),
+                         case_name);
 
 }  // namespace
 }  // namespace sinkgrad::testing

@@ -273,10 +273,10 @@ TEST(Definition, ForwardConventionsAreSwept) {
   EXPECT_EQ(keys.size(), 8u);
   EXPECT_EQ(keys.count("n=4 batch=2 logits=uniform(0, 4) seed=1 T=2 forward=tilekernels "
                        "eps=1e-04 precision=float64 solver=cg_corrected options={floor=auto "
-                       "max_iterations=auto tolerance=auto} device=cpu"),
+                       "max_iterations=auto project=true tolerance=auto} device=cpu"),
             1u);
   EXPECT_EQ(keys.count("n=4 batch=2 logits=uniform(0, 4) seed=1 T=3 precision=float64 "
-                       "solver=cg_corrected options={floor=auto max_iterations=auto "
+                       "solver=cg_corrected options={floor=auto max_iterations=auto project=true "
                        "tolerance=auto} device=cpu"),
             1u);
 }

@@ -117,7 +117,8 @@ TEST(StatusesFloat64, OneCorrectedCgStepIsTheFirstIterate) {
   const auto G = normal_batch<double>(rng, 6, n);
   const auto R = forward(M, T);
   const auto sol =
-      solve(*SolverConfig{"cg_corrected", {{"max_iterations", "1"}}}.create(), M, R, G, T);
+      solve(*SolverConfig{"cg_corrected", {{"max_iterations", "1"}, {"project", "false"}}}.create(),
+            M, R, G, T);
   for (index_t m = 0; m < M.batch(); ++m) {
     std::vector<Wide> r(n, 0), c(n, 0), s_r(n, 0), s_c(n, 0), b(n, 0), Sb(n, 0), beta(n), alpha(n);
     for (int i = 0; i < n; ++i)

@@ -125,6 +125,18 @@ inline Square reference_implicit(const Square& R, const Square& G, int n, Refere
   return grad;
 }
 
+// The orthogonal (Frobenius) projection of g onto the matrices whose columns (or rows) sum to
+// 0, as a product with the centring matrix C = I - 1 1^T / n: C g for columns, g C for rows.
+enum class ReferenceSide { rows, columns };
+
+inline Square reference_projection(const Square& g, int n, ReferenceSide side) {
+  using Matrix = Eigen::Matrix<Wide, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Matrix C = Matrix::Identity(n, n) - Matrix::Constant(n, n, Wide(1) / n);
+  const Eigen::Map<const Matrix> G(g.data(), n, n);
+  const Matrix P = side == ReferenceSide::columns ? Matrix(C * G) : Matrix(G * C);
+  return Square(P.data(), P.data() + P.size());
+}
+
 // ||a - b||_F
 template <class A, class B>
 double difference_norm(const A& a, const B& b, size_t count) {

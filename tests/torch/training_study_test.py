@@ -143,10 +143,15 @@ def main(study, plot, work):
         for run in runs:
             a = run.attrs
             where = f"copied streams, {a['backward']} T = {int(a['T'])}"
-            require(int(a["skipped_steps"]) == 0, f"{where}: {int(a['skipped_steps'])} skipped")
             counts = dict(zip(a["status_names"].split(","), a["status_counts"]))
-            require(counts["ok"] + counts["fallback"] == int(a["matrices_per_step"]) *
-                    run["train_loss"].shape[0], f"{where}: status counts {counts}")
+            require(int(a["skipped_steps"]) == 0,
+                    f"{where}: {int(a['skipped_steps'])} skipped, status counts {counts}")
+            # The corrected backwards solve every matrix; the plain one may stop short of its
+            # tolerance where the forward has not converged (its system is then indefinite),
+            # with a finite gradient.
+            if a["backward"] != "cg_plain":
+                require(counts["ok"] + counts["fallback"] == int(a["matrices_per_step"]) *
+                        run["train_loss"].shape[0], f"{where}: status counts {counts}")
             require(np.all(np.isfinite(run["eval_loss"][:])), f"{where}: loss")
     print("training_study_test: streams that start as copies: ok")
 
