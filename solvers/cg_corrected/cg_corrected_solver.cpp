@@ -7,6 +7,7 @@
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_corrected/cg_corrected_driver.hpp"
 #include "solvers/cg_corrected/cg_corrected_math.hpp"
+#include "solvers/implicit/exact_side.hpp"
 #include "solvers/implicit/projection_option.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/cg_corrected/cg_corrected_cuda.hpp"
@@ -32,20 +33,10 @@ void cg_corrected_batch(const BackwardProblem<Real>& problem, const BackwardResu
     throw Error("cg_corrected on cuda needs a build with CUDA");
 #endif
   }
-  const int n = problem.grad_output.n;
-  const auto solve_with = [&](auto matrices) {
-    using Matrices = decltype(matrices);
-    solve_each_matrix_with_team(
-        result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
-          const Matrices mats{problem.forward_output.matrix(b), problem.grad_output.matrix(b),
-                              result.grad_logits.matrix(b), n};
-          return math::cg_corrected_matrix(team, mats, settings, history, side, max_violation);
-        });
-  };
-  if (transposed)
-    solve_with(math::CpuMatrices<Real, true>{});
-  else
-    solve_with(math::CpuMatrices<Real>{});
+  solve_each_matrix_on_exact_rows(
+      problem, result, [&](const auto& team, const auto& mats, Real* history) {
+        return math::cg_corrected_matrix(team, mats, settings, history, side, max_violation);
+      });
 }
 
 template void cg_corrected_batch(const BackwardProblem<float>&, const BackwardResult<float>&,

@@ -6,6 +6,7 @@
 #include "core/solver_variants.hpp"
 #include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_plain/cg_plain_math.hpp"
+#include "solvers/implicit/exact_side.hpp"
 #include "solvers/implicit/projection_option.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
@@ -34,21 +35,12 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
     const auto settings = cg_settings<Real>(options(), n, auto_iterations(n));
     // The exact side (solvers/implicit/exact_side.hpp): R^T and G^T, read transposed in place,
     // when the forward's last step normalised columns.
-    const bool transposed = last_step_normalises_columns(problem.forward.convention);
-    const auto project = projection_side(options(), problem.forward, transposed);
-    const auto solve_with = [&](auto matrices) {
-      using Matrices = decltype(matrices);
-      solve_each_matrix_with_team(
-          result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
-            const Matrices mats{problem.forward_output.matrix(b), problem.grad_output.matrix(b),
-                                result.grad_logits.matrix(b), n};
-            return math::cg_plain_matrix(team, mats, system_, settings, history, project);
-          });
-    };
-    if (transposed)
-      solve_with(math::CpuMatrices<Real, true>{});
-    else
-      solve_with(math::CpuMatrices<Real>{});
+    const auto project = projection_side(options(), problem.forward,
+                                         last_step_normalises_columns(problem.forward.convention));
+    solve_each_matrix_on_exact_rows(
+        problem, result, [&](const auto& team, const auto& mats, Real* history) {
+          return math::cg_plain_matrix(team, mats, system_, settings, history, project);
+        });
   }
 
 #if defined(SINKGRAD_WITH_CUDA)

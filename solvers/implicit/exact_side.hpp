@@ -6,7 +6,9 @@
 // is (dL/dM)^T, and R^T ⊙ (G^T - α 1^T - 1 β^T) transposed is R ⊙ (G - 1 α^T - β 1^T), the same
 // implicit form with the sides swapped (docs/math.md, "Forward conventions").
 
+#include "backend/cpu/team_loop.hpp"
 #include "core/backward_problem.hpp"
+#include "math/team.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "backend/cuda/device_memory.hpp"
 #include "backend/cuda/transpose.hpp"
@@ -45,6 +47,28 @@ void solve_on_exact_rows_cpu(const BackwardProblem<Real>& problem,
   transposed_result.grad_logits = grad.view();
   solve(transposed, transposed_result);
   transpose_each_matrix(grad.data(), result.grad_logits.data, batch, n);
+}
+
+// The team-form solvers' CPU driver on the exact side: per_matrix(team, mats, history) for every
+// matrix, mats reading R and G as stored, or transposed in place (no copy) when the forward's
+// last step normalised columns.
+template <class Real, class PerMatrix>
+void solve_each_matrix_on_exact_rows(const BackwardProblem<Real>& problem,
+                                     const BackwardResult<Real>& result, PerMatrix per_matrix) {
+  const int n = problem.grad_output.n;
+  const auto solve_with = [&](auto matrices) {
+    using Matrices = decltype(matrices);
+    solve_each_matrix_with_team(
+        result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
+          const Matrices mats{problem.forward_output.matrix(b), problem.grad_output.matrix(b),
+                              result.grad_logits.matrix(b), n};
+          return per_matrix(team, mats, history);
+        });
+  };
+  if (last_step_normalises_columns(problem.forward.convention))
+    solve_with(math::CpuMatrices<Real, true>{});
+  else
+    solve_with(math::CpuMatrices<Real>{});
 }
 
 #if defined(SINKGRAD_WITH_CUDA)
