@@ -22,7 +22,8 @@
 //     on the device; `work` points to workspace_reals Reals private to the call (shared memory,
 //     uninitialised, 16-byte aligned); `history` is result.residual_history's row b, or null
 //     when result.residual_history is null.
-//   - result.status[b] and result.iterations[b] are written from the outcome; everything else
+//   - result.status[b] and result.iterations[b] are written from the outcome (and
+//     result.diagnostics.relative_residual[b] from its residual, when wanted); everything else
 //     (the gradient) is written by per_matrix itself. Every pointer must be device memory.
 //   - The launch goes to `stream` (default: the legacy default stream) and is asynchronous.
 //     Pass cuda::stream_of(problem): a caller that solves on its own stream
@@ -71,6 +72,8 @@ __global__ void per_matrix_kernel(BackwardResult<Real> result, index_t batch, st
     const MatrixOutcome outcome = per_matrix(b, work, history);
     result.status[b] = outcome.status;
     result.iterations[b] = outcome.iterations;
+    if (result.diagnostics.relative_residual != nullptr)
+      result.diagnostics.relative_residual[b] = Real(outcome.residual);
   }
 }
 

@@ -29,10 +29,11 @@ void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Rea
   const int n = problem.grad_output.n;
   with_team_shape(n, [&](auto shape) {
     using Shape = decltype(shape);
-    launch_teams<Real, Shape>(
-        problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
-        result.status, result.iterations, problem.grad_output.batch, n,
-        CgCorrectedTeam<Real, Shape>{result, settings}, Staging::on, 0, stream_of(problem));
+    launch_teams<Real, Shape>(problem.forward_output.data, problem.grad_output.data,
+                              result.grad_logits.data, result.status, result.iterations,
+                              problem.grad_output.batch, n,
+                              CgCorrectedTeam<Real, Shape>{result, settings}, Staging::on, 0,
+                              stream_of(problem), result.diagnostics.relative_residual);
   });
 }
 

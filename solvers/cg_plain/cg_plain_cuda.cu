@@ -37,7 +37,8 @@ void cg_plain(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
       launch_teams<Real, Shape, decltype(orientation)::value>(
           problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
           result.status, result.iterations, problem.grad_output.batch, n,
-          CgPlainTeam<Real, Shape>{result, system, settings}, Staging::on, 0, stream_of(problem));
+          CgPlainTeam<Real, Shape>{result, system, settings}, Staging::on, 0, stream_of(problem),
+          result.diagnostics.relative_residual);
     });
   });
 }
