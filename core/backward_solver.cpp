@@ -25,6 +25,13 @@ bool all_in(MemorySpace space, const BackwardProblem<Real>& p, const BackwardRes
          (p.logits.data == nullptr || p.logits.space == space) && r.grad_logits.space == space;
 }
 
+// The solver-independent diagnostics of a host batch, OpenMP over the batch.
+template <class Real>
+void store_diagnostics_on_host(BatchView<const Real> R, const SolveDiagnostics<Real>& d) {
+#pragma omp parallel for schedule(static)
+  for (index_t b = 0; b < R.batch; ++b) store_matrix_diagnostics(d, b, R.matrix(b), R.n);
+}
+
 }  // namespace
 
 bool SolverInfo::supports(Device device) const {

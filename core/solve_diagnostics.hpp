@@ -1,7 +1,8 @@
 #pragma once
 // The solver-independent part of SolveDiagnostics (core/backward_problem.hpp): one matrix's
-// marginal violations and zero count, written once for the CPU pass (BackwardSolver) and the
-// CUDA kernel (backend/cuda/diagnostics.cu), which therefore give the same bits.
+// marginal violations and zero count, written once for the host pass (BackwardSolver's checked
+// solve, core/backward_solver.cpp) and the CUDA kernel (backend/cuda/diagnostics.cu), which
+// therefore give the same bits.
 
 #include <cstdint>
 
@@ -50,13 +51,6 @@ SINKGRAD_HD void store_matrix_diagnostics(const SolveDiagnostics<Real>& d, index
     }
     d.column_violation[b] = Real(worst);
   }
-}
-
-// The same for every matrix of a host batch (OpenMP over the batch).
-template <class Real>
-void store_diagnostics_on_host(BatchView<const Real> R, const SolveDiagnostics<Real>& d) {
-#pragma omp parallel for schedule(static)
-  for (index_t b = 0; b < R.batch; ++b) store_matrix_diagnostics(d, b, R.matrix(b), R.n);
 }
 
 }  // namespace sinkgrad
