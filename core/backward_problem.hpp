@@ -24,6 +24,30 @@ struct BackwardProblem {
   void* stream = nullptr;
 };
 
+// Per-matrix diagnostics of a solve (docs/math.md, "Diagnostics of a solve"): B entries each, in
+// the memory space of the other outputs; a null pointer is a quantity not wanted (all null, the
+// default: nothing is computed and no memory is touched).
+//   row_violation[b]     max_i |r_i - 1|, r = R 1, of the R given to the solver
+//   column_violation[b]  max_j |c_j - 1|, c = R^T 1 (both NaN when R holds NaN or Inf)
+//   relative_residual[b] ||r_k|| / ||b|| at CG's last iterate, as CG measures it (its scaled,
+//                        mean-free right-hand side; 0 for b = 0); NaN for a solver that does
+//                        not iterate and for a matrix that failed before CG started or broke down
+//   zero_entries[b]      entries of R exactly zero (exp underflowed); > 0: saturated
+// The violations and zero counts are computed by BackwardSolver for every solver, plugins
+// included; relative_residual is NaN-filled there and written by the CG drivers.
+template <class Real>
+struct SolveDiagnostics {
+  Real* row_violation = nullptr;
+  Real* column_violation = nullptr;
+  Real* relative_residual = nullptr;
+  std::int32_t* zero_entries = nullptr;
+
+  bool any() const {
+    return row_violation != nullptr || column_violation != nullptr ||
+           relative_residual != nullptr || zero_entries != nullptr;
+  }
+};
+
 template <class Real>
 struct BackwardResult {
   BatchView<Real> grad_logits;         // dL/dM (NaN for a matrix whose status is a failure)
@@ -33,6 +57,7 @@ struct BackwardResult {
   // k = 0, 1, ... of matrix b (NaN after its last iteration). Null when not wanted.
   Real* residual_history = nullptr;
   int history_stride = 0;
+  SolveDiagnostics<Real> diagnostics{};  // optional, per matrix (above)
 };
 
 }  // namespace sinkgrad

@@ -5,6 +5,7 @@
 
 #include "core/device_runtime.hpp"
 #include "core/error.hpp"
+#include "core/solve_diagnostics.hpp"
 
 namespace sinkgrad {
 namespace {
@@ -22,6 +23,13 @@ template <class Real>
 bool all_in(MemorySpace space, const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
   return p.forward_output.space == space && p.grad_output.space == space &&
          (p.logits.data == nullptr || p.logits.space == space) && r.grad_logits.space == space;
+}
+
+// The solver-independent diagnostics of a host batch, OpenMP over the batch.
+template <class Real>
+void store_diagnostics_on_host(BatchView<const Real> R, const SolveDiagnostics<Real>& d) {
+#pragma omp parallel for schedule(static)
+  for (index_t b = 0; b < R.batch; ++b) store_matrix_diagnostics(d, b, R.matrix(b), R.n);
 }
 
 }  // namespace
@@ -102,15 +110,21 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   if (info_.needs_logits && problem.logits.data == nullptr)
     throw Error("solver '" + name() + "' replays the forward and needs the logits");
 
+  // The diagnostics come before the solve: relative_residual is NaN-filled here and the CG
+  // drivers overwrite it.
+  const SolveDiagnostics<Real>& diagnostics = result.diagnostics;
   if (device == Device::cpu) {
     if (!all_in(MemorySpace::host, problem, result))
       throw Error("a solve on the cpu needs every batch in host memory");
+    if (diagnostics.any()) store_diagnostics_on_host(problem.forward_output, diagnostics);
     solve_cpu(problem, result);
     return;
   }
   device::require_cuda();
   const std::string what = "solver '" + name() + "' on cuda";
   if (all_in(MemorySpace::device, problem, result)) {
+    if (diagnostics.any())
+      device::store_diagnostics(problem.forward_output, diagnostics, problem.stream);
     solve_cuda(problem, result);
     if (wait) device::synchronize(what);
     return;
@@ -120,6 +134,8 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
     throw Error(
         "a solve on cuda needs every batch in host memory (staged through the GPU) or every "
         "batch in device memory, not a mix");
+  // Staged: R is on the host already, so the diagnostics are computed there (the same text).
+  if (diagnostics.any()) store_diagnostics_on_host(problem.forward_output, diagnostics);
   device::solve_staged<Real>(
       problem, result,
       [this](const BackwardProblem<Real>& p, const BackwardResult<Real>& r) { solve_cuda(p, r); },

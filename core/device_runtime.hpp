@@ -20,11 +20,18 @@ void synchronize(const std::string& what);
 template <class Real>
 using DeviceSolve = std::function<void(const BackwardProblem<Real>&, const BackwardResult<Real>&)>;
 
-// Uploads the host batches of problem (and the residual history rows, whose tails are kept),
-// runs solve on device copies, waits for it and downloads the gradient, status, iterations and
-// history into result.
+// Uploads the host batches of problem (and the residual history rows, whose tails are kept, and
+// diagnostics.relative_residual), runs solve on device copies, waits for it and downloads the
+// gradient, status, iterations, history and relative_residual into result. The other
+// diagnostics are not staged: the caller computes them on the host.
 template <class Real>
 void solve_staged(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                   const DeviceSolve<Real>& solve, const std::string& what);
+
+// Launches the solver-independent diagnostics of R (device memory, as are the diagnostics) on
+// `stream` (a cudaStream_t; null: the legacy default stream) and returns without waiting.
+template <class Real>
+void store_diagnostics(BatchView<const Real> R, const SolveDiagnostics<Real>& diagnostics,
+                       void* stream);
 
 }  // namespace sinkgrad::device

@@ -22,7 +22,7 @@ namespace sinkgrad {
 class SolverRegistry;
 }
 
-#define SINKGRAD_PLUGIN_ABI_VERSION 2  // 2: BackwardProblem::stream
+#define SINKGRAD_PLUGIN_ABI_VERSION 3  // 2: BackwardProblem::stream; 3: BackwardResult::diagnostics
 
 #if defined(_WIN32)
 #define SINKGRAD_PLUGIN_EXPORT extern "C" __declspec(dllexport)

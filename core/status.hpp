@@ -37,10 +37,12 @@ std::string_view describe(SolveStatus status);
 
 namespace sinkgrad {
 
-// What one per-matrix solve reports back to its batch driver.
+// What one per-matrix solve reports back to its batch driver. residual: CG's final ||r|| / ||b||
+// (SolveDiagnostics::relative_residual), NaN where no CG ran.
 struct MatrixOutcome {
   SolveStatus status = SolveStatus::ok;
   int iterations = 0;
+  double residual = math::quiet_nan<double>();
 };
 
 }  // namespace sinkgrad

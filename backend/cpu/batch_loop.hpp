@@ -1,6 +1,7 @@
 #pragma once
 // The CPU batch driver: runs a per-matrix solve over the batch in parallel (OpenMP), with one
-// workspace per thread, and stores each matrix's status and iteration count.
+// workspace per thread, and stores each matrix's status and iteration count (and CG's final
+// relative residual, when SolveDiagnostics asks for it).
 
 #include <cstddef>
 #include <vector>
@@ -20,6 +21,8 @@ template <class Real>
 void record(const BackwardResult<Real>& result, index_t b, MatrixOutcome outcome) {
   result.status[b] = outcome.status;
   result.iterations[b] = outcome.iterations;
+  if (result.diagnostics.relative_residual != nullptr)
+    result.diagnostics.relative_residual[b] = Real(outcome.residual);
 }
 
 // per_matrix(b, work, history) -> MatrixOutcome; history is null unless recording.

@@ -28,4 +28,12 @@ template void solve_staged(const BackwardProblem<float>&, const BackwardResult<f
 template void solve_staged(const BackwardProblem<double>&, const BackwardResult<double>&,
                            const DeviceSolve<double>&, const std::string&);
 
+template <class Real>
+void store_diagnostics(BatchView<const Real>, const SolveDiagnostics<Real>&, void*) {
+  no_cuda();
+}
+
+template void store_diagnostics(BatchView<const float>, const SolveDiagnostics<float>&, void*);
+template void store_diagnostics(BatchView<const double>, const SolveDiagnostics<double>&, void*);
+
 }  // namespace sinkgrad::device

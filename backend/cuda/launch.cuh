@@ -83,15 +83,16 @@ constexpr int team_min_blocks() {
 // on this one (otherwise it reads each slice from global memory when it gets to it).
 // in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0 (the body writes
 // its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
-// it when status is not null. Each team gets storage_reals (team_storage_reals) of scratch,
-// team.storage(). orientation: the tiles hold the matrices as stored or transposed. A subset
-// (never staged) runs only its matrices, in slices of its list, each read from and stored to
-// its own place.
+// it when status is not null, and its residual when residual is not null (the CG solvers, when
+// SolveDiagnostics::relative_residual is wanted). Each team gets storage_reals
+// (team_storage_reals) of scratch, team.storage(). orientation: the tiles hold the matrices as
+// stored or transposed. A subset (never staged) runs only its matrices, in slices of its list,
+// each read from and stored to its own place.
 template <class Real, class Shape, TileOrientation orientation, class Body>
 __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
-                std::int32_t* iterations, index_t batch, int n, int storage_reals, bool staged,
-                Body body, MatrixSubset subset) {
+                std::int32_t* iterations, Real* residual, index_t batch, int n, int storage_reals,
+                bool staged, Body body, MatrixSubset subset) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   constexpr int W = Shape::W;
   if constexpr (Shape::N > 0) n = Shape::N;
@@ -161,6 +162,7 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
       if (status != nullptr && team.leader()) {
         status[b] = outcome.status;
         iterations[b] = outcome.iterations;
+        if (residual != nullptr) residual[b] = Real(outcome.residual);
       }
     }
     __syncthreads();
@@ -184,8 +186,9 @@ std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inpu
 // launch_teams for the warp teams (TeamShape): tiles, staging and storage in shared memory.
 template <class Real, class Shape, TileOrientation orientation, class Body>
 void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
-                       std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
-                       int storage_reals, cudaStream_t stream, MatrixSubset subset) {
+                       std::int32_t* iterations, Real* residual, index_t batch, int n, Body body,
+                       Staging staging, int storage_reals, cudaStream_t stream,
+                       MatrixSubset subset) {
   storage_reals = team_storage_reals<Shape>(storage_reals);
   auto kernel = &team_kernel<Real, Shape, orientation, Body>;
   const bool staged = subset.whole() && staging_or_override(staging) == Staging::on;
@@ -213,7 +216,7 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
   const index_t resident = resident_blocks(kernel, teams * Shape::W, bytes);
   const index_t blocks = slices < resident ? slices : resident;
   kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes, stream>>>(
-      in0, in1, out, status, iterations, batch, n, storage_reals, staged, body, subset);
+      in0, in1, out, status, iterations, residual, batch, n, storage_reals, staged, body, subset);
   SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
 }
 
@@ -225,18 +228,21 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
 // a block's shared memory. The launch goes to `stream` and returns without waiting. orientation
 // transposed: body sees every input transposed and its output is stored transposed back. A
 // subset (matrix_subset.hpp) runs only its matrices; batch is then the whole batch's size.
+// residual (B entries, may be null): each outcome's residual, for the CG solvers' diagnostics.
 template <class Real, class Shape, TileOrientation orientation = TileOrientation::as_stored,
           class Body>
 void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                   std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
-                  int storage_reals = 0, cudaStream_t stream = nullptr, MatrixSubset subset = {}) {
+                  int storage_reals = 0, cudaStream_t stream = nullptr, MatrixSubset subset = {},
+                  Real* residual = nullptr) {
   if (batch <= 0) return;
   if constexpr (Shape::block)  // the block team reads each matrix once, unstaged
     launch_block_teams<Real, orientation == TileOrientation::transposed>(
-        in0, in1, out, status, iterations, batch, n, body, storage_reals, stream, subset);
+        in0, in1, out, status, iterations, residual, batch, n, body, storage_reals, stream, subset);
   else
-    detail::launch_warp_teams<Real, Shape, orientation>(
-        in0, in1, out, status, iterations, batch, n, body, staging, storage_reals, stream, subset);
+    detail::launch_warp_teams<Real, Shape, orientation>(in0, in1, out, status, iterations, residual,
+                                                        batch, n, body, staging, storage_reals,
+                                                        stream, subset);
 }
 
 // How a kernel lays out the smallest matrices. one_thread: n <= 4 in one thread (the shape

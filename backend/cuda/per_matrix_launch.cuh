@@ -23,7 +23,8 @@
 //     uninitialised, 16-byte aligned); `history` is result.residual_history's row b, or null
 //     when result.residual_history is null.
 //   - result.status[b] and result.iterations[b] are written from the outcome (unless status is
-//     null); everything else
+//     null; and result.diagnostics.relative_residual[b] from its residual, when wanted);
+//     everything else
 //     (the gradient) is written by per_matrix itself. Every pointer must be device memory.
 //   - The launch goes to `stream` (default: the legacy default stream) and is asynchronous.
 //     Pass cuda::stream_of(problem): a caller that solves on its own stream
@@ -77,6 +78,8 @@ __global__ void per_matrix_kernel(BackwardResult<Real> result, index_t batch, st
       result.status[b] = outcome.status;
       result.iterations[b] = outcome.iterations;
     }
+    if (result.diagnostics.relative_residual != nullptr)
+      result.diagnostics.relative_residual[b] = Real(outcome.residual);
   }
 }
 

@@ -4,6 +4,7 @@
 #include "core/device_runtime.hpp"
 
 #include "backend/cuda/device_memory.hpp"
+#include "backend/cuda/diagnostics.hpp"
 
 namespace sinkgrad::device {
 namespace {
@@ -33,6 +34,14 @@ class StagedSolve {
       result_.residual_history = history_.as<Real>();
       cuda::copy_to_device(history_.data(), r.residual_history, history_.bytes());  // keep tails
     }
+    // Only CG's residual is staged (NaN-filled on the host, kept where no CG overwrites it);
+    // the caller computes the other diagnostics from the host's R.
+    result_.diagnostics = {};
+    if (r.diagnostics.relative_residual != nullptr) {
+      residual_ = cuda::DeviceBuffer(batch * sizeof(Real));
+      result_.diagnostics.relative_residual = residual_.as<Real>();
+      cuda::copy_to_device(residual_.data(), r.diagnostics.relative_residual, residual_.bytes());
+    }
   }
   const BackwardProblem<Real>& problem() const { return problem_; }
   const BackwardResult<Real>& result() const { return result_; }
@@ -42,6 +51,8 @@ class StagedSolve {
     cuda::copy_to_host(host_.iterations, iterations_.data(), iterations_.bytes());
     if (host_.residual_history != nullptr)
       cuda::copy_to_host(host_.residual_history, history_.data(), history_.bytes());
+    if (host_.diagnostics.relative_residual != nullptr)
+      cuda::copy_to_host(host_.diagnostics.relative_residual, residual_.data(), residual_.bytes());
   }
 
  private:
@@ -55,7 +66,7 @@ class StagedSolve {
   BackwardResult<Real> host_;
   BackwardProblem<Real> problem_;
   BackwardResult<Real> result_;
-  cuda::DeviceBuffer M_, R_, G_, grad_, status_, iterations_, history_;
+  cuda::DeviceBuffer M_, R_, G_, grad_, status_, iterations_, history_, residual_;
 };
 
 }  // namespace
@@ -81,5 +92,14 @@ template void solve_staged(const BackwardProblem<float>&, const BackwardResult<f
                            const DeviceSolve<float>&, const std::string&);
 template void solve_staged(const BackwardProblem<double>&, const BackwardResult<double>&,
                            const DeviceSolve<double>&, const std::string&);
+
+template <class Real>
+void store_diagnostics(BatchView<const Real> R, const SolveDiagnostics<Real>& diagnostics,
+                       void* stream) {
+  cuda::store_diagnostics(R, diagnostics, stream);
+}
+
+template void store_diagnostics(BatchView<const float>, const SolveDiagnostics<float>&, void*);
+template void store_diagnostics(BatchView<const double>, const SolveDiagnostics<double>&, void*);
 
 }  // namespace sinkgrad::device

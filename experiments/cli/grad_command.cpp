@@ -79,6 +79,8 @@ void print_summary(const GradRequest& request, const BackwardSolver& solver, Pre
               << summary.status_counts[static_cast<size_t>(code)];
   if (summary.non_finite_logits > 0)
     std::cout << " (" << summary.non_finite_logits << " with non-finite logits)";
+  if (summary.saturated > 0)
+    std::cout << " (" << summary.saturated << " saturated: an entry of R is 0)";
   std::cout << "; forward " << fixed(summary.forward_seconds, 3) << " s, backward "
             << fixed(summary.backward_seconds, 3) << " s\n";
 }

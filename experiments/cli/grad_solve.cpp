@@ -55,7 +55,7 @@ MemoryEstimate grad_memory(const h5::BatchInfo& shape, Precision precision, int 
   const auto n = static_cast<std::uint64_t>(shape.n);
   return MemoryEstimate()
       .batches(4, shape.batch, shape.n, real)
-      .add(static_cast<std::uint64_t>(shape.batch), 12 + real)
+      .add(static_cast<std::uint64_t>(shape.batch), 16 + 4 * real)
       .add(static_cast<std::uint64_t>(omp_get_max_threads()),
            (8 * n * n + 4 * n * (static_cast<std::uint64_t>(std::sqrt(double(T))) + 2)) * real);
 }
@@ -85,12 +85,19 @@ GradSummary solve_and_write(const GradRequest& request, const BackwardSolver& so
   HostBatch<Real> grad_logits(batch, n);
   std::vector<SolveStatus> status(static_cast<size_t>(batch));
   std::vector<std::int32_t> iterations(static_cast<size_t>(batch));
+  // The solve's diagnostics, every one of them: the output file holds them all.
+  std::vector<Real> row_violation(static_cast<size_t>(batch));
+  std::vector<Real> solver_column_violation(static_cast<size_t>(batch));
+  std::vector<Real> relative_residual(static_cast<size_t>(batch));
+  std::vector<std::int32_t> zero_entries(static_cast<size_t>(batch));
+  BackwardResult<Real> result{grad_logits.view(), status.data(), iterations.data()};
+  result.diagnostics = {row_violation.data(), solver_column_violation.data(),
+                        relative_residual.data(), zero_entries.data()};
   start = std::chrono::steady_clock::now();
   study::solve_checked(
       solver,
       BackwardProblem<Real>{logits.view(), R.view(), grad_output.view(), T, request.forward},
-      BackwardResult<Real>{grad_logits.view(), status.data(), iterations.data()}, request.device,
-      "input '" + request.input + "'");
+      result, request.device, "input '" + request.input + "'");
   summary.backward_seconds = seconds_since(start);
 
   std::vector<std::int32_t> status_codes(status.size());
@@ -98,6 +105,7 @@ GradSummary solve_and_write(const GradRequest& request, const BackwardSolver& so
     status_codes[b] = static_cast<std::int32_t>(status[b]);
     const auto code = static_cast<size_t>(status_codes[b]);
     if (code < summary.status_counts.size()) ++summary.status_counts[code];
+    if (zero_entries[b] > 0) ++summary.saturated;
   }
 
   const h5::File output = h5::File::create(output_path, h5::File::Exists::replace);
@@ -106,6 +114,11 @@ GradSummary solve_and_write(const GradRequest& request, const BackwardSolver& so
   h5::write_vector<std::int32_t>(output, "status", status_codes);
   h5::write_vector<std::int32_t>(output, "iterations", iterations);
   h5::write_vector<Real>(output, "column_violation", column_violation);
+  const h5::Group diagnostics = output.create_group("diagnostics");
+  h5::write_vector<Real>(diagnostics, "row_violation", row_violation);
+  h5::write_vector<Real>(diagnostics, "column_violation", solver_column_violation);
+  h5::write_vector<Real>(diagnostics, "relative_residual", relative_residual);
+  h5::write_vector<std::int32_t>(diagnostics, "zero_entries", zero_entries);
   write_metadata(output, request, solver, precision_of<Real>());
   output.flush();
   return summary;

@@ -35,13 +35,15 @@ struct GradSummary {
   int n = 0;
   index_t non_finite_logits = 0;
   std::array<index_t, status_count> status_counts{};
+  index_t saturated = 0;  // matrices with an entry of R exactly zero
   double forward_seconds = 0;
   double backward_seconds = 0;
 };
 
 // Everything solve_and_write allocates: logits, grad_output, R and dL/dM, the per-matrix
-// vectors, and a per-thread solver workspace (n x n matrices and the unrolled tape, which is
-// checkpointed to about 4n sqrt(T) values).
+// vectors (status, iterations, the violation and the diagnostics), and a per-thread solver
+// workspace (n x n matrices and the unrolled tape, which is checkpointed to about 4n sqrt(T)
+// values).
 MemoryEstimate grad_memory(const h5::BatchInfo& shape, Precision precision, int T);
 
 // Reads the inputs in precision Real, runs the forward and the solver, and writes the output

@@ -123,6 +123,13 @@ SummaryTable summarise_log(const std::string& path, bool exact) {
     for (const std::int64_t count : counts) row.cells.push_back(std::to_string(count));
     row.cells.push_back(number(h5::read_double_attribute(run, "iterations_mean"), exact));
     row.cells.push_back(std::to_string(h5::read_int_attribute(run, "iterations_max")));
+    // The solve's diagnostics (schema_version 3; a log of version 2 has none: nan).
+    row.cells.push_back(h5::has_attribute(run, "final_residual_max")
+                            ? number(h5::read_double_attribute(run, "final_residual_max"), exact)
+                            : "nan");
+    row.cells.push_back(h5::has_attribute(run, "saturated_matrices")
+                            ? std::to_string(h5::read_int_attribute(run, "saturated_matrices"))
+                            : "nan");
     row.cells.push_back(number(h5::read_double_attribute(run, "solve_seconds"), exact));
     row.cells.push_back(number(h5::read_double_attribute(run, "wall_seconds"), exact));
     for (const std::string& attribute : h5::attribute_names(run))
@@ -135,6 +142,8 @@ SummaryTable summarise_log(const std::string& path, bool exact) {
   for (const std::string& status : statuses) add(status, "matrices", true);
   add("iterations_mean", "", true);
   add("iterations_max", "", true);
+  add("final_residual_max", "relative", true);
+  add("saturated", "matrices", true);
   add("solve_seconds", "s", true);
   add("wall_seconds", "s", true);
 

@@ -48,6 +48,30 @@ void summarise_history(const std::vector<double>& history, index_t batch, int st
   }
 }
 
+// The solve's per-matrix diagnostics (SolveDiagnostics), summarised over the batch.
+template <class Real>
+struct DiagnosticsBuffers {
+  explicit DiagnosticsBuffers(std::size_t count)
+      : row(count), column(count), residual(count), zeros(count) {}
+  SolveDiagnostics<Real> view() {
+    return {row.data(), column.data(), residual.data(), zeros.data()};
+  }
+  void summarise(RunRecord& record) const {
+    const std::vector<double> row64(row.begin(), row.end()), column64(column.begin(), column.end());
+    const std::vector<double> residual64(residual.begin(), residual.end());
+    record.row_violation_max = finite_max(row64);
+    record.row_violation_median = median(row64);
+    record.column_violation_max = finite_max(column64);
+    record.column_violation_median = median(column64);
+    record.final_residual_max = finite_max(residual64);
+    record.final_residual_median = median(residual64);
+    record.saturated_matrices =
+        std::count_if(zeros.begin(), zeros.end(), [](auto z) { return z > 0; });
+  }
+  std::vector<Real> row, column, residual;
+  std::vector<std::int32_t> zeros;
+};
+
 }  // namespace
 
 RunRecord Runner::run(const RunSpec& run, const InputSpec& input, const InputData& data,
@@ -94,9 +118,15 @@ RunRecord Runner::measure(const RunSpec& run, const HostBatch<double>& logits64,
   HostBatch<Real> gradient(batch, n);
   std::vector<SolveStatus> status(count);
   record.iterations.assign(count, 0);
-  BackwardResult<Real> result{gradient.view(), status.data(), record.iterations.data(),
-                              stride > 0 ? history.data() : nullptr, stride};
+  DiagnosticsBuffers<Real> diagnostics(count);
+  BackwardResult<Real> result{gradient.view(),
+                              status.data(),
+                              record.iterations.data(),
+                              stride > 0 ? history.data() : nullptr,
+                              stride,
+                              diagnostics.view()};
   solve_checked(*solver, problem, result, run.device, "");
+  diagnostics.summarise(record);
   for (const SolveStatus s : status) ++record.status_counts[static_cast<std::size_t>(s)];
   record.vs_unrolled = compare_gradients<Real>(gradient.view(), unrolled.view());
   record.vs_converged = compare_gradients<Real>(gradient.view(), converged.gradient.view());

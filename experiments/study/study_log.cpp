@@ -215,6 +215,13 @@ void StudyLog::write_run(const RunSpec& run, const InputSpec& input, const RunRe
   h5::write_double_attribute(group, "forward_violation_max", record.violation_max);
   h5::write_double_attribute(group, "forward_violation_median", record.violation_median);
   h5::write_int_attribute(group, "converged_T", record.converged_T);
+  h5::write_double_attribute(group, "row_violation_max", record.row_violation_max);
+  h5::write_double_attribute(group, "row_violation_median", record.row_violation_median);
+  h5::write_double_attribute(group, "column_violation_max", record.column_violation_max);
+  h5::write_double_attribute(group, "column_violation_median", record.column_violation_median);
+  h5::write_double_attribute(group, "final_residual_max", record.final_residual_max);
+  h5::write_double_attribute(group, "final_residual_median", record.final_residual_median);
+  h5::write_int_attribute(group, "saturated_matrices", record.saturated_matrices);
   h5::write_double_attribute(group, "solve_seconds", record.solve_seconds);
   h5::write_double_attribute(group, "solve_seconds_min", record.solve_seconds_min);
   h5::write_int_attribute(group, "timing_repeats", record.timing_repeats);

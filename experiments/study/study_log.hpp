@@ -32,7 +32,8 @@
 namespace sinkgrad::study {
 
 inline constexpr const char* log_schema = "sinkgrad-study-log";
-inline constexpr std::int64_t log_schema_version = 2;  // 2: study, overrides, descriptions
+// 2: study, overrides, descriptions; 3: the runs' solve diagnostics
+inline constexpr std::int64_t log_schema_version = 3;
 
 struct LogHeader {
   std::string tool_version;
@@ -55,6 +56,12 @@ struct RunRecord {
   ErrorMetrics vs_unrolled;
   ErrorMetrics vs_converged;
   int converged_T = 0;
+  // The measured solve's SolveDiagnostics over the batch (max and median of the finite values,
+  // NaN when none: final_residual for a solver without CG).
+  double row_violation_max = 0, row_violation_median = 0;
+  double column_violation_max = 0, column_violation_median = 0;
+  double final_residual_max = 0, final_residual_median = 0;
+  std::int64_t saturated_matrices = 0;  // matrices with an entry of R exactly zero
   std::array<std::int64_t, status_count> status_counts{};
   std::vector<std::int32_t> iterations;  // per matrix
   double solve_seconds = 0;              // median over the timed repeats

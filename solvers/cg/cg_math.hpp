@@ -92,10 +92,18 @@ SINKGRAD_HD Real cg_start(const Team& team, const CgVector<Team, P>& b, CgVector
   return dot<Real>(team, r, r);
 }
 
+// ||r|| / ||b|| from r^T r and b^T b of the same scaled system: MatrixOutcome::residual. b = 0
+// has x = 0 exact (0).
+template <class Real>
+SINKGRAD_HD double cg_relative_residual(Real rr, Real bb) {
+  return bb > Real(0) ? double(sqrt_of(rr / bb)) : (rr == Real(0) ? 0.0 : quiet_nan<double>());
+}
+
 // Solves A x = b from x = 0, or A x = b - mean(b) 1 with remove_mean (P = 1), until
 // ||r|| <= max(tolerance ||b||, floor) (floor: absolute, in b's units). A.apply(team, p, Ap).
 // history, when not null, receives ||r_k|| for k = 0 .. max_iterations (NaN after the last
-// iteration performed), written by the leader. On a breakdown x holds the last iterate.
+// iteration performed), written by the leader. On a breakdown x holds the last iterate. The
+// outcome's residual is ||r|| / ||b|| at the last iterate (b without its mean with remove_mean).
 template <class Real, class Team, int P, class Operator>
 SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A,
                                              const CgVector<Team, P>& b, CgVector<Team, P>& x,
@@ -126,11 +134,12 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
     if (scale == Real(1)) break;
     unscale = Real(1) / scale;  // exact, a power of two; off the path of a solve in range
   }
-  const auto finish = [&](SolveStatus status, int iterations) {
+  const Real bb = rr;
+  const auto finish = [&](SolveStatus status, int iterations, Real rr_last) {
     team.each([&](Slot s) {
       for (int q = 0; q < P; ++q) x.part[q][s] *= unscale;
     });
-    return MatrixOutcome{status, iterations};
+    return MatrixOutcome{status, iterations, cg_relative_residual(rr_last, bb)};
   };
   // The floor in the scaled units; its square may overflow to infinity, which still orders
   // right (b is then negligible beside the terms it was formed from).
@@ -138,12 +147,12 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
   const Real threshold =
       max_of(settings.tolerance * settings.tolerance * rr, scaled_floor * scaled_floor);
   if (record) history[0] = sqrt_of(rr) * unscale;
-  if (rr <= threshold) return {SolveStatus::ok, 0};  // includes b = 0
+  if (rr <= threshold) return {SolveStatus::ok, 0, cg_relative_residual(rr, bb)};  // b = 0 too
   for (int it = 1; it <= settings.max_iterations; ++it) {
     A.apply(team, p, Ap);
     const Real curvature = dot<Real>(team, p, Ap);
     if (curvature == Real(0) || !is_finite(curvature))
-      return finish(SolveStatus::breakdown, it - 1);
+      return finish(SolveStatus::breakdown, it - 1, rr);
     const Real step = rr / curvature;
     team.each([&](Slot s) {
       for (int q = 0; q < P; ++q) {
@@ -153,15 +162,15 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
     });
     const Real rr_next = dot<Real>(team, r, r);
     if (record) history[it] = sqrt_of(rr_next) * unscale;
-    if (!is_finite(rr_next)) return finish(SolveStatus::breakdown, it);
-    if (rr_next <= threshold) return finish(SolveStatus::ok, it);
+    if (!is_finite(rr_next)) return finish(SolveStatus::breakdown, it, rr_next);
+    if (rr_next <= threshold) return finish(SolveStatus::ok, it, rr_next);
     const Real ratio = rr_next / rr;
     team.each([&](Slot s) {
       for (int q = 0; q < P; ++q) p.part[q][s] = fma_of(ratio, p.part[q][s], r.part[q][s]);
     });
     rr = rr_next;
   }
-  return finish(SolveStatus::not_converged, settings.max_iterations);
+  return finish(SolveStatus::not_converged, settings.max_iterations, rr);
 }
 
 }  // namespace sinkgrad::math

@@ -1,11 +1,11 @@
 // CUDA batch driver of `cg_corrected`: the team-form algorithm of
 // solvers/cg_corrected/cg_corrected_math.hpp, one team of lanes per matrix
-// (backend/cuda/launch.cuh), on R and G as stored or transposed in the tiles.
+// (solvers/implicit/exact_side.cuh), on R and G as stored or transposed in the tiles.
 
 #include "solvers/cg_corrected/cg_corrected_cuda.hpp"
 
-#include "backend/cuda/launch.cuh"
 #include "solvers/cg_corrected/cg_corrected_math.hpp"
+#include "solvers/implicit/exact_side.cuh"
 
 namespace sinkgrad::cuda {
 namespace {
@@ -29,19 +29,9 @@ struct CgCorrectedTeam {
 template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                   math::CgSettings<Real> settings, math::GradientSide project, Real max_violation) {
-  const int n = problem.grad_output.n;
-  // The exact side eliminated, as cg_plain does (solvers/cg_corrected/cg_corrected_math.hpp):
-  // R^T and G^T, read transposed into the tiles, after a forward that left the columns exact.
-  const bool transposed = last_step_normalises_columns(problem.forward.convention);
-  with_orientation(transposed, [&](auto orientation) {
-    with_team_shape(n, [&](auto shape) {
-      using Shape = decltype(shape);
-      launch_teams<Real, Shape, decltype(orientation)::value>(
-          problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
-          result.status, result.iterations, problem.grad_output.batch, n,
-          CgCorrectedTeam<Real, Shape>{result, settings, project, max_violation}, Staging::on, 0,
-          stream_of(problem));
-    });
+  // The exact side eliminated, as cg_plain does (solvers/cg_corrected/cg_corrected_math.hpp).
+  launch_teams_on_exact_rows(problem, result, [&](auto shape) {
+    return CgCorrectedTeam<Real, decltype(shape)>{result, settings, project, max_violation};
   });
 }
 

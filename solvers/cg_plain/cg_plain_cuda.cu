@@ -4,8 +4,8 @@
 
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
 
-#include "backend/cuda/launch.cuh"
 #include "solvers/cg_plain/cg_plain_math.hpp"
+#include "solvers/implicit/exact_side.cuh"
 
 namespace sinkgrad::cuda {
 namespace {
@@ -29,19 +29,10 @@ template <class Real>
 void cg_plain(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
               math::PlainSystem system, math::CgSettings<Real> settings,
               math::GradientSide project) {
-  const int n = problem.grad_output.n;
   // The plain system eliminates α with R 1 = 1: after a forward that left the columns exact it
   // is solved for R^T and G^T, read transposed into the tiles (solvers/implicit/exact_side.hpp).
-  const bool transposed = last_step_normalises_columns(problem.forward.convention);
-  with_orientation(transposed, [&](auto orientation) {
-    with_team_shape(n, [&](auto shape) {
-      using Shape = decltype(shape);
-      launch_teams<Real, Shape, decltype(orientation)::value>(
-          problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
-          result.status, result.iterations, problem.grad_output.batch, n,
-          CgPlainTeam<Real, Shape>{result, system, settings, project}, Staging::on, 0,
-          stream_of(problem));
-    });
+  launch_teams_on_exact_rows(problem, result, [&](auto shape) {
+    return CgPlainTeam<Real, decltype(shape)>{result, system, settings, project};
   });
 }
 

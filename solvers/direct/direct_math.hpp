@@ -55,7 +55,7 @@ SINKGRAD_HD MatrixOutcome direct_matrix(const Real* R, const Real* G, Real* grad
   }
   schur_alpha(system, R, m, beta, n, alpha);
   assemble_gradient(R, G, alpha, beta, n, grad);
-  project_gradient(grad, n, project);
+  project_gradient(R, grad, n, project);
   if (!all_finite(grad, n * n)) return fail_matrix(grad, n, SolveStatus::breakdown);
   return {cut.near_cut ? SolveStatus::ill_conditioned : SolveStatus::ok, 0};
 }

@@ -66,7 +66,7 @@ MatrixOutcome eigen_direct_matrix(const Real* R, const Real* G, Real* grad, int 
   if (!solved) return fail_matrix(grad, n, SolveStatus::breakdown);
   schur_alpha(system, R, m, w.beta.data(), n, w.alpha.data());
   assemble_gradient(R, G, w.alpha.data(), w.beta.data(), n, grad);
-  project_gradient(grad, n, project);
+  project_gradient(R, grad, n, project);
   if (!all_finite(grad, n * n)) return fail_matrix(grad, n, SolveStatus::breakdown);
   return {near_cut ? SolveStatus::ill_conditioned : SolveStatus::ok, 0};
 }

@@ -83,19 +83,24 @@ SINKGRAD_HD void assemble_gradient(const Real* R, const Real* G, const Real* alp
       grad[i * n + j] = R[i * n + j] * (G[i * n + j] - alpha[i] - beta[j]);
 }
 
-// The gradient minus its mean along `side`: team_project_gradient's operations in its order
-// (implicit_operators.hpp), so that the one-thread forms give the team forms' bits.
+// team_project_gradient's projection in one thread, with its operations in its order, so that
+// the one-thread forms give the team forms' bits.
 template <class Real>
-SINKGRAD_HD void project_gradient(Real* grad, int n, GradientSide side) {
+SINKGRAD_HD void project_gradient(const Real* R, Real* grad, int n, GradientSide side) {
   if (side == GradientSide::none) return;
   const bool rows = side == GradientSide::rows;
   for (int a = 0; a < n; ++a) {
-    // Line a (a row, or a column) of the gradient: entry k at a * along + k * across.
+    // Line a (a row, or a column): entry k at a * along + k * across.
     const int along = rows ? n : 1, across = rows ? 1 : n;
-    Real sum = 0;
-    for (int k = 0; k < n; ++k) sum += grad[a * along + k * across];
-    const Real mean = sum / Real(n);
-    for (int k = 0; k < n; ++k) grad[a * along + k * across] -= mean;
+    Real sum = 0, weight = 0;
+    for (int k = 0; k < n; ++k) {
+      sum += grad[a * along + k * across];
+      weight += R[a * along + k * across];
+    }
+    const Real shift = sum / weight;
+    for (int k = 0; k < n; ++k)
+      grad[a * along + k * across] =
+          fma_of(-shift, R[a * along + k * across], grad[a * along + k * across]);
   }
 }
 

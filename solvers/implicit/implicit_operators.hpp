@@ -123,50 +123,57 @@ SINKGRAD_HD bool team_assemble_gradient(const Team& team, const Matrices& mats,
   return team.all(finite);
 }
 
-// The gradient minus its mean along `side` (the team's coordinates): the orthogonal
-// projection onto the matrices whose sums along that side are 0, where the exact gradient of
-// the forward lies, so it moves the gradient no farther from it. Each sum runs in ascending
-// order on the lane that owns the row or column, on both devices alike. Returns whether every
+// The projection onto the matrices whose sums along `side` (the team's coordinates) are 0,
+// where the exact gradient of the forward lies: each line (row or column) k of the gradient
+// loses shift_k R's line k, shift_k = (its sum) / (R's sum), the projection that is orthogonal
+// in the metric weighted by 1 / R. It stays in the implicit form R ⊙ (G − α1ᵀ − 1βᵀ) (it shifts
+// α or β), so the gradient stays zero where R is (exp underflowed, where the exact gradient is
+// zero too), and moves no farther from the exact gradient in that metric. Each sum runs in
+// ascending order on the lane that owns the line, on both devices alike. Returns whether every
 // entry is finite (on every lane).
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD bool team_project_gradient(const Team& team, const Matrices& mats, GradientSide side) {
   const int n = team.n();
   if (side == GradientSide::none) return true;
-  // The sum of x[0 .. n) in ascending order.
-  const auto sum_of = [&](const auto& x) {
-    Real sum = 0;
+  // sum(x) / sum(w) over [0 .. n), both in ascending order.
+  const auto shift_of = [&](const auto& x, const auto& w) {
+    Real sum = 0, weight = 0;
     SINKGRAD_UNROLL
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
       sum += x[j];
+      weight += w[j];
     }
-    return sum;
+    return sum / weight;
   };
-  // grad[j] -= mean_of(j) along a lane's row, noting any entry that is not finite.
+  // grad[j] -= shift_of(j) R[j] along a lane's row, noting any entry that is not finite.
   bool finite = true;
-  const auto subtract = [&](const auto& grad, const auto& mean_of) {
+  const auto subtract = [&](const auto& grad, const auto& R, const auto& shift_of_column) {
     SINKGRAD_UNROLL
     for (int j = 0; j < Team::cap; ++j) {
       if (j >= n) break;
-      const Real value = grad[j] - mean_of(j);
+      const Real value = fma_of(-shift_of_column(j), R[j], grad[j]);
       if (!is_finite(value)) finite = false;
       grad[j] = value;
     }
   };
   if (side == GradientSide::rows) {
     team.each([&](Slot s) {
+      const auto& R = mats.R_row(s);
       const auto& grad = mats.grad_row(s);
-      const Real mean = sum_of(grad) / Real(n);
-      subtract(grad, [&](int) { return mean; });
+      const Real shift = shift_of(grad, R);
+      subtract(grad, R, [&](int) { return shift; });
     });
     return team.all(finite);
   }
-  typename Team::Vec mean{};  // {}: GCC cannot see that share() reads only the n written
-  team.sync();                // the columns hold rows other lanes have just written
-  team.each([&](Slot s) { mean[s] = sum_of(mats.grad_col(s)) / Real(n); });
+  typename Team::Vec shift{};  // {}: GCC cannot see that share() reads only the n written
+  team.sync();                 // the columns hold rows other lanes have just written
+  team.each([&](Slot s) { shift[s] = shift_of(mats.grad_col(s), mats.R_col(s)); });
   // share() also orders every lane's reads of the columns before the writes below.
-  const auto& all_mean = team.share(mean);
-  team.each([&](Slot s) { subtract(mats.grad_row(s), [&](int j) { return all_mean[j]; }); });
+  const auto& all_shift = team.share(shift);
+  team.each([&](Slot s) {
+    subtract(mats.grad_row(s), mats.R_row(s), [&](int j) { return all_shift[j]; });
+  });
   return team.all(finite);
 }
 

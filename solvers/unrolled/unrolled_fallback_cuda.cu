@@ -54,6 +54,7 @@ void replace_by_unrolled(const BackwardProblem<Real>& problem, const BackwardRes
   SINKGRAD_CUDA_CHECK_LAUNCH("the fallback's listing kernel");
   BackwardResult<Real> replay = result;
   replay.residual_history = nullptr;
+  replay.diagnostics = {};  // the first solve's, measured on the same R, stay
   if (mode == FallbackStatus::keep) replay.status = nullptr, replay.iterations = nullptr;
   const MatrixSubset subset{index, reinterpret_cast<const index_t*>(count)};
   unrolled(problem, replay, subset);

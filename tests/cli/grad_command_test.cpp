@@ -90,13 +90,25 @@ void check_grad(const SolverCase& c, const HostBatch<InputReal>& logits,
   const auto solver = SolverRegistry::global().create(c.solver, c.options);
   std::vector<SolveStatus> status(static_cast<size_t>(B));
   std::vector<std::int32_t> iterations(static_cast<size_t>(B));
-  solver->solve(BackwardProblem<Real>{M.view(), R.view(), G.view(), T},
-                BackwardResult<Real>{dM.view(), status.data(), iterations.data()});
+  std::vector<Real> rows(static_cast<size_t>(B)), columns(rows.size()), residuals(rows.size());
+  std::vector<std::int32_t> zeros(rows.size());
+  BackwardResult<Real> result{dM.view(), status.data(), iterations.data()};
+  result.diagnostics = {rows.data(), columns.data(), residuals.data(), zeros.data()};
+  solver->solve(BackwardProblem<Real>{M.view(), R.view(), G.view(), T}, result);
 
   const h5::File out = h5::File::open(dir.file("out.h5"));
-  const std::vector<std::string> expected_datasets{"R", "column_violation", "grad_logits",
-                                                   "iterations", "status"};
+  const std::vector<std::string> expected_datasets{"R",           "column_violation", "diagnostics",
+                                                   "grad_logits", "iterations",       "status"};
   EXPECT_EQ(out.children(), expected_datasets);
+  const h5::Group diagnostics = out.open_group("diagnostics");
+  expect_identical(h5::read_vector<Real>(diagnostics, "row_violation"), rows.data(), rows.size(),
+                   "diagnostics/row_violation");
+  expect_identical(h5::read_vector<Real>(diagnostics, "column_violation"), columns.data(),
+                   columns.size(), "diagnostics/column_violation");
+  expect_identical(h5::read_vector<Real>(diagnostics, "relative_residual"), residuals.data(),
+                   residuals.size(), "diagnostics/relative_residual");
+  expect_identical(h5::read_vector<std::int32_t>(diagnostics, "zero_entries"), zeros.data(),
+                   zeros.size(), "diagnostics/zero_entries");
   const auto real_type = h5::element_type(precision_of<Real>());
   const auto B_size = static_cast<std::size_t>(B), n_size = static_cast<std::size_t>(n);
   for (const char* name : {"R", "grad_logits"}) {

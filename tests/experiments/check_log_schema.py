@@ -16,7 +16,10 @@ ROOT_ATTRS = ["schema", "schema_version", "tool_version", "definition", "study",
 RUN_ATTRS = ["key", "input", "n", "batch", "logits_source", "seed", "T", "precision", "solver",
              "options", "device", "forward", "eps", "started", "wall_seconds",
              "forward_violation_max",
-             "forward_violation_median", "converged_T", "solve_seconds", "solve_seconds_min",
+             "forward_violation_median", "converged_T", "row_violation_max",
+             "row_violation_median", "column_violation_max", "column_violation_median",
+             "final_residual_max", "final_residual_median", "saturated_matrices",
+             "solve_seconds", "solve_seconds_min",
              "timing_repeats", "timing_method", "iterations_mean", "iterations_max",
              "status_counts", "status_names", "complete"]
 METRIC_ATTRS = ["mean_abs", "max_abs", "mean_rel", "max_rel", "frobenius_median",
@@ -88,7 +91,7 @@ def main(path):
         for name in ROOT_ATTRS:
             require(name in log.attrs, f"root attribute {name} missing")
         require(log.attrs["schema"] == "sinkgrad-study-log", "wrong schema")
-        require(int(log.attrs["schema_version"]) == 2, "wrong schema_version")
+        require(int(log.attrs["schema_version"]) == 3, "wrong schema_version")
         for group in ("inputs", "references", "runs"):
             require(group in log, f"group /{group} missing")
         for name, group in log["inputs"].items():
@@ -118,6 +121,14 @@ def main(path):
             batch = int(run.attrs["batch"])
             require(int(np.sum(run.attrs["status_counts"])) == batch, f"{run.name}: status counts")
             require(run["iterations"].shape == (batch,), f"{run.name}/iterations shape")
+            saturated = int(run.attrs["saturated_matrices"])
+            require(0 <= saturated <= batch, f"{run.name}: saturated_matrices")
+            for side in ("row", "column"):
+                low, high = run.attrs[side + "_violation_median"], run.attrs[side + "_violation_max"]
+                require(np.isnan(high) or 0 <= low <= high, f"{run.name}: {side} violations")
+            cg = run.attrs["solver"].startswith("cg_")
+            require(cg or np.isnan(run.attrs["final_residual_max"]),
+                    f"{run.name}: final_residual_max of a solver without CG is not NaN")
             for metrics in ("error_vs_unrolled", "error_vs_converged"):
                 require(metrics in run, f"{run.name}/{metrics} missing")
                 for attr in METRIC_ATTRS:

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -239,6 +240,14 @@ TEST(StudySummary, CsvRowsMatchTheLogAndTheTableIsAligned) {
               h5::read_double_attribute(group, "solve_seconds"));
     EXPECT_EQ(std::stoll(row[column("iterations_max")]),
               h5::read_int_attribute(group, "iterations_max"));
+    const double residual = h5::read_double_attribute(group, "final_residual_max");
+    if (std::isnan(residual)) {
+      EXPECT_EQ(row[column("final_residual_max")], "nan") << key;
+    } else {
+      EXPECT_EQ(std::stod(row[column("final_residual_max")]), residual) << key;
+    }
+    EXPECT_EQ(std::stoll(row[column("saturated")]),
+              h5::read_int_attribute(group, "saturated_matrices"));
     ++rows;
   }
   EXPECT_EQ(rows, runs.size());

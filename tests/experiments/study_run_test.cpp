@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -68,6 +69,27 @@ void expect_metrics_group(const h5::Group& run, const std::string& name, index_t
                                 "frobenius_p95", "frobenius_max", "measured"})
     EXPECT_TRUE(h5::has_attribute(group, attribute)) << group.path() << " lacks " << attribute;
   EXPECT_EQ(h5::read_vector<double>(group, "frobenius").size(), static_cast<std::size_t>(batch));
+}
+
+// The measured solve's diagnostics: the smoke study's float64 R has exact rows, the forward's
+// column violation (from the forward's own sums), no zeros, and CG's final residual within
+// tolerance where every matrix is ok (NaN for the solvers without CG).
+void expect_diagnostics(const h5::Group& run, bool iterative, bool all_ok) {
+  const auto read = [&](const char* name) { return h5::read_double_attribute(run, name); };
+  EXPECT_LE(read("row_violation_median"), read("row_violation_max"));
+  EXPECT_LE(read("row_violation_max"), 1e-13);
+  EXPECT_NEAR(read("column_violation_max"), read("forward_violation_max"), 1e-12);
+  EXPECT_NEAR(read("column_violation_median"), read("forward_violation_median"), 1e-12);
+  EXPECT_EQ(h5::read_int_attribute(run, "saturated_matrices"), 0);
+  const double residual = read("final_residual_max");
+  if (!iterative) {
+    EXPECT_TRUE(std::isnan(residual)) << run.path();
+  } else if (all_ok) {
+    EXPECT_LE(residual, 1e-12) << run.path();
+  } else {
+    EXPECT_TRUE(std::isfinite(residual)) << run.path();
+  }
+  EXPECT_EQ(std::isnan(read("final_residual_median")), std::isnan(residual));
 }
 
 TEST(StudyRun, SmokeStudyWritesTheDocumentedLog) {
@@ -156,6 +178,7 @@ TEST(StudyRun, SmokeStudyWritesTheDocumentedLog) {
     const bool iterative = solver.rfind("cg_", 0) == 0 || solver == "auto";  // auto runs CG
     EXPECT_EQ(run.has_group("convergence"), iterative) << id << " " << solver;
     // auto's record is CG's where CG ran and NaN where its matrices fell back.
+    if (solver != "auto") expect_diagnostics(run, iterative, counts[0] == batch);
     if (iterative && solver != "auto") {
       const h5::Group c = run.open_group("convergence");
       const auto K = static_cast<std::size_t>(h5::read_int_attribute(run, "iterations_max"));

@@ -94,10 +94,11 @@ TYPED_TEST(EdgeCases, ImplicitSolversFiniteOrFlaggedForHugeLogits) {
       // ok / not_converged / ill_conditioned write a finite gradient; a CG breakdown its last
       // iterate's where that is finite; the other failures write NaN, never garbage.
       if (sol.status[b] == SolveStatus::ok || sol.status[b] == SolveStatus::not_converged ||
-          sol.status[b] == SolveStatus::ill_conditioned)
+          sol.status[b] == SolveStatus::ill_conditioned) {
         EXPECT_TRUE(finite) << "matrix " << b;
-      else if (!(sol.status[b] == SolveStatus::breakdown && finite))
+      } else if (!(sol.status[b] == SolveStatus::breakdown && finite)) {
         for (int k = 0; k < n * n; ++k) EXPECT_TRUE(std::isnan(sol.grad.data()[b * n * n + k]));
+      }
     }
   }
 }

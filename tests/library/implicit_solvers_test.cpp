@@ -267,7 +267,8 @@ TEST(ImplicitSolvers, PlainAgreesAcrossSolversAndWithBlockReference) {
             reference_implicit(widen(in.R.data() + b * nn, n), widen(in.G.data() + b * nn, n), n,
                                ReferenceSystem::plain);
         EXPECT_LT(relative_error(direct.grad.data() + b * nn, ref, nn), tolerance);
-        const Square projected_ref = reference_projection(ref, n, ReferenceSide::columns);
+        const Square projected_ref =
+            reference_projection(ref, widen(in.R.data() + b * nn, n), n, ReferenceSide::columns);
         ASSERT_EQ(projected.status[b], SolveStatus::ok);
         EXPECT_LT(difference_norm(projected.grad.data() + b * nn, projected_ref, nn),
                   tolerance * difference_norm(ref, Square(nn), nn));  // relative to ||ref||

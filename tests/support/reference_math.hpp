@@ -125,16 +125,37 @@ inline Square reference_implicit(const Square& R, const Square& G, int n, Refere
   return grad;
 }
 
-// The orthogonal (Frobenius) projection of g onto the matrices whose columns (or rows) sum to
-// 0, as a product with the centring matrix C = I - 1 1^T / n: C g for columns, g C for rows.
+// The projection of g onto the matrices whose columns (or rows) sum to 0 that is orthogonal in
+// the inner product <x, y> = sum x_ij y_ij / R_ij: min sum (x - g)^2 / R subject to the sums
+// gives x = g - R diag(lambda) (columns) or x = g - diag(lambda) R (rows), lambda the sums of g
+// over those of R.
 enum class ReferenceSide { rows, columns };
 
-inline Square reference_projection(const Square& g, int n, ReferenceSide side) {
+inline Square reference_projection(const Square& g, const Square& R, int n, ReferenceSide side) {
   using Matrix = Eigen::Matrix<Wide, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const Matrix C = Matrix::Identity(n, n) - Matrix::Constant(n, n, Wide(1) / n);
-  const Eigen::Map<const Matrix> G(g.data(), n, n);
-  const Matrix P = side == ReferenceSide::columns ? Matrix(C * G) : Matrix(G * C);
+  const Eigen::Map<const Matrix> Gm(g.data(), n, n), Rm(R.data(), n, n);
+  Matrix P;
+  if (side == ReferenceSide::columns) {
+    const auto lambda = (Gm.colwise().sum().array() / Rm.colwise().sum().array()).matrix();
+    P = Gm - Rm * lambda.asDiagonal();
+  } else {
+    const auto lambda = (Gm.rowwise().sum().array() / Rm.rowwise().sum().array()).matrix();
+    P = Gm - lambda.asDiagonal() * Rm;
+  }
   return Square(P.data(), P.data() + P.size());
+}
+
+// sqrt(sum (a - b)^2 / R) over the entries with R > 0: the norm in which reference_projection
+// is orthogonal (a and b agree where R = 0 for every implicit gradient).
+template <class A, class B, class W>
+double weighted_difference_norm(const A& a, const B& b, const W& R, size_t count) {
+  Wide sum = 0;
+  for (size_t k = 0; k < count; ++k) {
+    if (!(Wide(R[k]) > 0)) continue;
+    const Wide d = Wide(a[k]) - Wide(b[k]);
+    sum += d * d / Wide(R[k]);
+  }
+  return static_cast<double>(std::sqrt(sum));
 }
 
 // ||a - b||_F
