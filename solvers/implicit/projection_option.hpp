@@ -9,10 +9,11 @@ namespace sinkgrad {
 
 inline OptionSpec project_option_spec() {
   return OptionSpec::choice("project", {"true", "false"},
-                            "true: subtract the gradient's mean along the side the forward is "
-                            "invariant to (columns for columns_first, rows for rows_first and "
-                            "tilekernels; none with eps > 0 but for tilekernels), as the exact "
-                            "gradient has zero sums there; false: the implicit formula as it is");
+                            "true: remove from each line of the gradient along the side the "
+                            "forward is invariant to (columns for columns_first, rows for "
+                            "rows_first and tilekernels; none with eps > 0 but for tilekernels) "
+                            "its sum times R's line over R's sum, as the exact gradient has zero "
+                            "sums there; false: the implicit formula as it is");
 }
 
 // The side to project, in the coordinates of a solve that reads R and G transposed or not;
