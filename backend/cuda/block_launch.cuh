@@ -33,9 +33,8 @@ inline constexpr long long block_scratch_budget = 256LL << 20;
 template <class Real, bool transposed, class Body>
 __global__ void __launch_bounds__(1024)
     block_team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
-                      std::int32_t* iterations, Real* residual, index_t batch, int n,
-                      long long storage_reals, Real* scratch, long long block_reals, Body body,
-                      MatrixSubset subset) {
+                      std::int32_t* iterations, index_t batch, int n, long long storage_reals,
+                      Real* scratch, long long block_reals, Body body, MatrixSubset subset) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   Real* shared = reinterpret_cast<Real*>(shared_bytes);
   Real* mine = scratch + blockIdx.x * block_reals;
@@ -54,7 +53,6 @@ __global__ void __launch_bounds__(1024)
     if (status != nullptr && team.leader()) {
       status[b] = outcome.status;
       iterations[b] = outcome.iterations;
-      if (residual != nullptr) residual[b] = Real(outcome.residual);
     }
     __syncthreads();
     copy_tiles<Real, false, 0, transposed>(tile1, nn, n, out + b * nn, 1, n);
@@ -69,7 +67,7 @@ __global__ void __launch_bounds__(1024)
 // `stream`.
 template <class Real, bool transposed, class Body>
 void launch_block_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
-                        std::int32_t* iterations, Real* residual, index_t batch, int n, Body body,
+                        std::int32_t* iterations, index_t batch, int n, Body body,
                         long long storage_reals, cudaStream_t stream, MatrixSubset subset = {}) {
   const int threads = (n + 31) / 32 * 32;
   const long long tile_reals = (static_cast<long long>(n) * n + 3) / 4 * 4;
@@ -83,8 +81,8 @@ void launch_block_teams(const Real* in0, const Real* in1, Real* out, SolveStatus
   const long long blocks = std::min({static_cast<long long>(batch), resident, affordable});
   const StreamBuffer scratch(static_cast<std::size_t>(blocks * block_bytes), stream);
   kernel<<<static_cast<unsigned>(blocks), threads, shared_bytes, stream>>>(
-      in0, in1, out, status, iterations, residual, batch, n, storage_reals, scratch.as<Real>(),
-      block_reals, body, subset);
+      in0, in1, out, status, iterations, batch, n, storage_reals, scratch.as<Real>(), block_reals,
+      body, subset);
   SINKGRAD_CUDA_CHECK_LAUNCH("a block team kernel");
 }
 

@@ -83,16 +83,16 @@ constexpr int team_min_blocks() {
 // on this one (otherwise it reads each slice from global memory when it gets to it).
 // in0 -> tile 0; in1 -> tile 1; tile 1 -> out. in1 null: tile 1 is tile 0 (the body writes
 // its output over its input). body(team, tile0, tile1, b) -> MatrixOutcome; the leader stores
-// it when status is not null, and its residual when residual is not null (the CG solvers, when
-// SolveDiagnostics::relative_residual is wanted). Each team gets storage_reals
-// (team_storage_reals) of scratch, team.storage(). orientation: the tiles hold the matrices as
-// stored or transposed. A subset (never staged) runs only its matrices, in slices of its list,
-// each read from and stored to its own place.
-template <class Real, class Shape, TileOrientation orientation, class Body>
+// it when status is not null. Each team gets storage_reals (team_storage_reals) of scratch,
+// team.storage(). orientation: the tiles hold the matrices as stored or transposed. listed: the
+// kernel runs a subset (never staged; a compile-time choice, so that the whole-batch kernel
+// carries none of it): only its matrices, in slices of its list, each read from and stored to
+// its own place.
+template <class Real, class Shape, TileOrientation orientation, bool listed, class Body>
 __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
-                std::int32_t* iterations, Real* residual, index_t batch, int n, int storage_reals,
-                bool staged, Body body, MatrixSubset subset) {
+                std::int32_t* iterations, index_t batch, int n, int storage_reals, bool staged,
+                Body body, MatrixSubset subset) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   constexpr int W = Shape::W;
   if constexpr (Shape::N > 0) n = Shape::N;
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     if (in1 != nullptr) stage_async(staging1, in1 + slice * teams * nn, total);
   };
 
-  if (!subset.whole()) batch = *subset.count;
+  if constexpr (listed) batch = *subset.count;
   const index_t slices = (batch + teams - 1) / teams;
   const int team_index = threadIdx.x / W;
   const int lane = threadIdx.x % W;
@@ -137,13 +137,13 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
       from1 = staging1;
     }
     __syncthreads();  // the staged slice has landed; the last slice's tiles are stored
-    const index_t* listed = subset.whole() ? nullptr : subset.index + slice * teams;
-    if (listed != nullptr) {
+    if constexpr (listed) {
+      const index_t* list = subset.index + slice * teams;
       copy_listed_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride,
-                                                          const_cast<Real*>(in0), listed, count, n);
+                                                          const_cast<Real*>(in0), list, count, n);
       if (in1 != nullptr)
-        copy_listed_tiles<Real, true, Shape::N, transposed>(
-            tiles1, tile_reals, stride, const_cast<Real*>(in1), listed, count, n);
+        copy_listed_tiles<Real, true, Shape::N, transposed>(tiles1, tile_reals, stride,
+                                                            const_cast<Real*>(in1), list, count, n);
     } else {
       copy_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride, from0, count, n);
       if (in1 != nullptr)
@@ -156,19 +156,19 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     if (team_index < count) {
       CudaTeam<Real, Shape> team(n, lane, mask, exchange + TeamExchange<Shape>::offset(team_index),
                                  storage + team_index * storage_reals);
-      const index_t b = listed != nullptr ? listed[team_index] : slice * teams + team_index;
+      index_t b = slice * teams + team_index;
+      if constexpr (listed) b = subset.index[b];
       const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
                                          Tile<Real>{tiles1 + team_index * tile_reals, stride}, b);
       if (status != nullptr && team.leader()) {
         status[b] = outcome.status;
         iterations[b] = outcome.iterations;
-        if (residual != nullptr) residual[b] = Real(outcome.residual);
       }
     }
     __syncthreads();
-    if (listed != nullptr)
-      copy_listed_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride, out, listed,
-                                                           count, n);
+    if constexpr (listed)
+      copy_listed_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride, out,
+                                                           subset.index + slice * teams, count, n);
     else
       copy_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride,
                                                     out + slice * teams * nn, count, n);
@@ -184,14 +184,13 @@ std::size_t team_shared_bytes(int teams, int n, int storage_reals, bool two_inpu
 }
 
 // launch_teams for the warp teams (TeamShape): tiles, staging and storage in shared memory.
-template <class Real, class Shape, TileOrientation orientation, class Body>
+template <class Real, class Shape, TileOrientation orientation, bool listed, class Body>
 void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
-                       std::int32_t* iterations, Real* residual, index_t batch, int n, Body body,
-                       Staging staging, int storage_reals, cudaStream_t stream,
-                       MatrixSubset subset) {
+                       std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
+                       int storage_reals, cudaStream_t stream, MatrixSubset subset) {
   storage_reals = team_storage_reals<Shape>(storage_reals);
-  auto kernel = &team_kernel<Real, Shape, orientation, Body>;
-  const bool staged = subset.whole() && staging_or_override(staging) == Staging::on;
+  auto kernel = &team_kernel<Real, Shape, orientation, listed, Body>;
+  const bool staged = !listed && staging_or_override(staging) == Staging::on;
   int device = 0;
   SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
   int limit = 0;
@@ -216,7 +215,7 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
   const index_t resident = resident_blocks(kernel, teams * Shape::W, bytes);
   const index_t blocks = slices < resident ? slices : resident;
   kernel<<<static_cast<unsigned>(blocks), teams * Shape::W, bytes, stream>>>(
-      in0, in1, out, status, iterations, residual, batch, n, storage_reals, staged, body, subset);
+      in0, in1, out, status, iterations, batch, n, storage_reals, staged, body, subset);
   SINKGRAD_CUDA_CHECK_LAUNCH("a team kernel");
 }
 
@@ -227,22 +226,29 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
 // Shape must match n (with_team_shape); throws Error when a warp team's tiles and storage exceed
 // a block's shared memory. The launch goes to `stream` and returns without waiting. orientation
 // transposed: body sees every input transposed and its output is stored transposed back. A
-// subset (matrix_subset.hpp) runs only its matrices; batch is then the whole batch's size.
-// residual (B entries, may be null): each outcome's residual, for the CG solvers' diagnostics.
+// subset (matrix_subset.hpp) runs only its matrices (batch is then the whole batch's size);
+// only a launch that may be given one instantiates that form (subsets = true).
 template <class Real, class Shape, TileOrientation orientation = TileOrientation::as_stored,
-          class Body>
+          bool subsets = false, class Body>
 void launch_teams(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
                   std::int32_t* iterations, index_t batch, int n, Body body, Staging staging,
-                  int storage_reals = 0, cudaStream_t stream = nullptr, MatrixSubset subset = {},
-                  Real* residual = nullptr) {
+                  int storage_reals = 0, cudaStream_t stream = nullptr, MatrixSubset subset = {}) {
   if (batch <= 0) return;
-  if constexpr (Shape::block)  // the block team reads each matrix once, unstaged
+  if constexpr (Shape::block) {  // the block team reads each matrix once, unstaged
     launch_block_teams<Real, orientation == TileOrientation::transposed>(
-        in0, in1, out, status, iterations, residual, batch, n, body, storage_reals, stream, subset);
-  else
-    detail::launch_warp_teams<Real, Shape, orientation>(in0, in1, out, status, iterations, residual,
-                                                        batch, n, body, staging, storage_reals,
-                                                        stream, subset);
+        in0, in1, out, status, iterations, batch, n, body, storage_reals, stream, subset);
+  } else if constexpr (subsets) {
+    if (!subset.whole())
+      return detail::launch_warp_teams<Real, Shape, orientation, true>(
+          in0, in1, out, status, iterations, batch, n, body, staging, storage_reals, stream,
+          subset);
+    detail::launch_warp_teams<Real, Shape, orientation, false>(
+        in0, in1, out, status, iterations, batch, n, body, staging, storage_reals, stream, {});
+  } else {
+    if (!subset.whole()) throw Error("this team launch takes no subset");
+    detail::launch_warp_teams<Real, Shape, orientation, false>(
+        in0, in1, out, status, iterations, batch, n, body, staging, storage_reals, stream, {});
+  }
 }
 
 // How a kernel lays out the smallest matrices. one_thread: n <= 4 in one thread (the shape

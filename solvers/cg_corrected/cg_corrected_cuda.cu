@@ -19,8 +19,9 @@ struct CgCorrectedTeam {
   __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t b) const {
     const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
-    return math::cg_corrected_matrix(team, mats, settings, history_row(result, b), project,
-                                     max_violation);
+    return store_residual(team, result, b,
+                          math::cg_corrected_matrix(team, mats, settings, history_row(result, b),
+                                                    project, max_violation));
   }
 };
 

@@ -19,7 +19,9 @@ struct CgPlainTeam {
   __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t b) const {
     const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
-    return math::cg_plain_matrix(team, mats, system, settings, history_row(result, b), project);
+    return store_residual(
+        team, result, b,
+        math::cg_plain_matrix(team, mats, system, settings, history_row(result, b), project));
   }
 };
 

@@ -2,7 +2,8 @@
 // The CUDA launch of the team-form CG solvers on the exact side (exact_side.hpp): one team per
 // matrix (backend/cuda/launch.cuh) on R and G as stored or, after a forward whose last step
 // normalised columns, read transposed into the tiles and the gradient stored transposed back;
-// CG's final relative residual into the diagnostics where they ask for it.
+// the bodies store CG's final relative residual into the diagnostics where they ask for it
+// (store_residual).
 
 #include "backend/cuda/launch.cuh"
 #include "core/backward_problem.hpp"
@@ -19,9 +20,18 @@ void launch_teams_on_exact_rows(const BackwardProblem<Real>& problem,
       launch_teams<Real, decltype(shape), decltype(orientation)::value>(
           problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
           result.status, result.iterations, problem.grad_output.batch, n, body_of(shape),
-          Staging::on, 0, stream_of(problem), {}, result.diagnostics.relative_residual);
+          Staging::on, 0, stream_of(problem));
     });
   });
+}
+
+// The leader stores a CG outcome's final relative residual where the diagnostics ask for it.
+template <class Real, class Team>
+__device__ MatrixOutcome store_residual(const Team& team, const BackwardResult<Real>& result,
+                                        index_t b, MatrixOutcome outcome) {
+  if (result.diagnostics.relative_residual != nullptr && team.leader())
+    result.diagnostics.relative_residual[b] = Real(outcome.residual);
+  return outcome;
 }
 
 }  // namespace sinkgrad::cuda

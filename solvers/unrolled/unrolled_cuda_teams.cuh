@@ -99,7 +99,7 @@ void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<R
       long long storage = tape;
       if constexpr (requires { body.storage_reals(tape, n, stride); })
         storage = body.storage_reals(tape, n, stride);
-      launch_teams<Real, Shape, decltype(orientation)::value>(
+      launch_teams<Real, Shape, decltype(orientation)::value, /*subsets=*/true>(
           problem.logits.data, problem.grad_output.data, result.grad_logits.data, result.status,
           result.iterations, problem.grad_output.batch, n, body, decltype(body)::staging,
           static_cast<int>(storage), stream_of(problem), subset);
