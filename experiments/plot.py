@@ -11,7 +11,8 @@ their paths, one per line:
                                    median (line), median to p95 (band), max (thin line); a red
                                    ring marks a point where some matrices were not solved ok
   <log>_error_vs_T_converged.png   the same against the gradient at the converged forward
-  <log>_status.png                 fraction of matrices whose status is not ok, per solver
+  <log>_status.png                 fraction of matrices whose status is not ok (nor fallback),
+                                   per solver
   <log>_cg_<solver>_<logits>.png   CG convergence: relative residual and the error of every
                                    iterate against both references, per CG iteration
   <log>_time_vs_error.png          solve time per matrix against the error; each series' points
@@ -83,7 +84,9 @@ def load_runs(path):
                 run["err_" + ref] = float(group[group_name].attrs["frobenius_median"])
                 run["p95_" + ref] = float(group[group_name].attrs["frobenius_p95"])
                 run["max_" + ref] = float(group[group_name].attrs["frobenius_max"])
-            run["not_ok"] = 1.0 - run["status"][0] / max(1, run["batch"])
+            # ok (0) and fallback (5, auto's exact gradient) are successes
+            solved = run["status"][0] + (run["status"][5] if len(run["status"]) > 5 else 0)
+            run["not_ok"] = 1.0 - solved / max(1, run["batch"])
             if "convergence" in group:
                 c = group["convergence"]
                 run["residual"] = c["relative_residual_median"][:]

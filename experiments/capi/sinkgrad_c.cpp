@@ -77,19 +77,31 @@ void forward(Device device, std::int64_t batch, int n, int T, const void* logits
 
 // wait: BackwardSolver::solve on `device` (waits for the GPU); otherwise solve_async, device
 // memory on cuda, launched on `stream` without waiting.
+// The diagnostics' four arrays as the C functions take them (any may be null).
+struct CDiagnostics {
+  void* row_violation = nullptr;
+  void* column_violation = nullptr;
+  void* relative_residual = nullptr;
+  std::int32_t* zero_entries = nullptr;
+};
+
 template <class Real>
 void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int n, int T,
            const void* logits, const void* R, const void* G, void* grad, std::int32_t* status,
            std::int32_t* iterations, const ForwardSpec& spec, void* stream = nullptr,
-           bool wait = true) {
+           bool wait = true, const CDiagnostics& diagnostics = {}) {
   const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
   // Without logits the view stays empty (B = 0, null), which the solver reads as "not given".
   const BatchView<const Real> M =
       logits != nullptr ? view<Real>(logits, batch, n, space) : BatchView<const Real>{};
   const BackwardProblem<Real> problem{
       M, view<Real>(R, batch, n, space), view<Real>(G, batch, n, space), T, spec, stream};
-  const BackwardResult<Real> result{view<Real>(grad, batch, n, space),
-                                    reinterpret_cast<SolveStatus*>(status), iterations};
+  BackwardResult<Real> result{view<Real>(grad, batch, n, space),
+                              reinterpret_cast<SolveStatus*>(status), iterations};
+  result.diagnostics = {static_cast<Real*>(diagnostics.row_violation),
+                        static_cast<Real*>(diagnostics.column_violation),
+                        static_cast<Real*>(diagnostics.relative_residual),
+                        diagnostics.zero_entries};
   if (wait)
     solver.solve(problem, result, device);
   else
@@ -202,6 +214,51 @@ int sinkgrad_solve_convention(const char* solver, const char* options, int devic
       solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec);
     else
       solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec);
+  });
+}
+
+int sinkgrad_solve_diagnosed(const char* solver, const char* options, int device, int dtype,
+                             int64_t batch, int n, int T, const char* convention, double eps,
+                             const void* logits, const void* R, const void* G, void* grad,
+                             int32_t* status, int32_t* iterations, void* row_violation,
+                             void* column_violation, void* relative_residual,
+                             int32_t* zero_entries) {
+  return guarded("sinkgrad_solve_diagnosed", [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
+    if (solver == nullptr) throw Error("solver is NULL");
+    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
+    const Device on = device_of(device);
+    check_dtype(dtype);
+    check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
+    const CDiagnostics d{row_violation, column_violation, relative_residual, zero_entries};
+    if (dtype == SINKGRAD_C_FLOAT32)
+      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, nullptr, true,
+                   d);
+    else
+      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, nullptr, true,
+                    d);
+  });
+}
+
+int sinkgrad_solve_diagnosed_async(const char* solver, const char* options, int dtype,
+                                   int64_t batch, int n, int T, const char* convention, double eps,
+                                   const void* logits, const void* R, const void* G, void* grad,
+                                   int32_t* status, int32_t* iterations, void* row_violation,
+                                   void* column_violation, void* relative_residual,
+                                   int32_t* zero_entries, void* stream) {
+  return guarded("sinkgrad_solve_diagnosed_async", [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
+    if (solver == nullptr) throw Error("solver is NULL");
+    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
+    check_dtype(dtype);
+    check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
+    const CDiagnostics d{row_violation, column_violation, relative_residual, zero_entries};
+    if (dtype == SINKGRAD_C_FLOAT32)
+      solve<float>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, spec,
+                   stream, false, d);
+    else
+      solve<double>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, spec,
+                    stream, false, d);
   });
 }
 

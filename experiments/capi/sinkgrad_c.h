@@ -104,6 +104,25 @@ SINKGRAD_C_API int sinkgrad_solve_convention_async(const char* solver, const cha
                                                    void* grad, int32_t* status, int32_t* iterations,
                                                    void* stream);
 
+/* sinkgrad_solve_convention and its stream-ordered form with the per-matrix diagnostics of
+ * sinkgrad::SolveDiagnostics (docs/math.md, "Diagnostics of a solve"): B entries each, any of
+ * them NULL when not wanted, in the memory of the other pointers; row_violation,
+ * column_violation and relative_residual of the element type `dtype` names (max |r_i - 1|,
+ * max |c_j - 1| of R; CG's final ||r|| / ||b||, NaN for solvers without CG), zero_entries int32
+ * (the entries of R that are exactly 0). */
+SINKGRAD_C_API int sinkgrad_solve_diagnosed(const char* solver, const char* options, int device,
+                                            int dtype, int64_t batch, int n, int T,
+                                            const char* convention, double eps, const void* logits,
+                                            const void* R, const void* G, void* grad,
+                                            int32_t* status, int32_t* iterations,
+                                            void* row_violation, void* column_violation,
+                                            void* relative_residual, int32_t* zero_entries);
+SINKGRAD_C_API int sinkgrad_solve_diagnosed_async(
+    const char* solver, const char* options, int dtype, int64_t batch, int n, int T,
+    const char* convention, double eps, const void* logits, const void* R, const void* G,
+    void* grad, int32_t* status, int32_t* iterations, void* row_violation, void* column_violation,
+    void* relative_residual, int32_t* zero_entries, void* stream);
+
 /* The exact fallback (on_failure="unrolled" of the PyTorch layer): every matrix whose status,
  * as a solve wrote it, is not a success (neither 0 ok nor 5 fallback) gets the unrolled solver's
  * gradient in grad, computed for those matrices only, with the bits unrolled gives it; status

@@ -52,6 +52,10 @@ class Library:
             "sinkgrad_forward_convention_async": (i32, [i32, i64, i32, i32, s, d, p, p, p]),
             "sinkgrad_solve_convention_async": (i32, [s, s, i32, i64, i32, i32, s, d, p, p, p,
                                                       p, p, p, p]),
+            "sinkgrad_solve_diagnosed": (i32, [s, s, i32, i32, i64, i32, i32, s, d, p, p, p, p,
+                                               p, p, p, p, p, p]),
+            "sinkgrad_solve_diagnosed_async": (i32, [s, s, i32, i64, i32, i32, s, d, p, p, p, p,
+                                                     p, p, p, p, p, p, p]),
             "sinkgrad_replace_failures": (i32, [i32, i32, i64, i32, i32, s, d, p, p, p, p]),
             "sinkgrad_replace_failures_async": (i32, [i32, i64, i32, i32, s, d, p, p, p, p, p]),
             "sinkgrad_check_solver": (i32, [s, s, i32, i32]),
@@ -96,6 +100,23 @@ class Library:
         self._check(self._lib.sinkgrad_solve_convention_async(
             solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
             G, grad, status, iterations, stream))
+
+    # diagnostics: the four pointers (row_violation, column_violation, relative_residual,
+    # zero_entries) of sinkgrad_solve_diagnosed, any of them None.
+    def solve_diagnosed(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad,
+                        status, iterations, diagnostics, convention=DEFAULT_CONVENTION):
+        name, eps = convention
+        self._check(self._lib.sinkgrad_solve_diagnosed(
+            solver.encode(), options.encode(), device, dtype, batch, n, T, name.encode(), eps,
+            logits, R, G, grad, status, iterations, *diagnostics))
+
+    def solve_diagnosed_async(self, solver, options, dtype, batch, n, T, logits, R, G, grad,
+                              status, iterations, diagnostics, stream,
+                              convention=DEFAULT_CONVENTION):
+        name, eps = convention
+        self._check(self._lib.sinkgrad_solve_diagnosed_async(
+            solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
+            G, grad, status, iterations, *diagnostics, stream))
 
     # The exact fallback: matrices whose status is not a success get unrolled's gradient.
     def replace_failures(self, device, dtype, batch, n, T, logits, G, grad, status,

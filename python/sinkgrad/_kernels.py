@@ -40,9 +40,14 @@ def forward(logits, iterations, convention=DEFAULT_CONVENTION):
     return R
 
 
-def solve(logits, R, grad_output, iterations, solver, options, convention=DEFAULT_CONVENTION):
+DIAGNOSTICS = ("row_violation", "column_violation", "relative_residual", "zero_entries")
+
+
+def solve(logits, R, grad_output, iterations, solver, options, convention=DEFAULT_CONVENTION,
+          diagnostics=None):
     """(dL/dM, status, iterations) of one solver for R made by the forward of `convention`;
-    status and iterations are int32 (B,)."""
+    status and iterations are int32 (B,). diagnostics: a dict that receives the per-matrix
+    diagnostics (DIAGNOSTICS: R's dtype, zero_entries int32, each (B,)), or None."""
     batch, n = R.shape[0], R.shape[-1]
     grad = torch.empty_like(R)
     status = torch.empty(batch, dtype=torch.int32, device=R.device)
@@ -50,6 +55,19 @@ def solve(logits, R, grad_output, iterations, solver, options, convention=DEFAUL
     lib = library()
     pointers = (logits.data_ptr(), R.data_ptr(), grad_output.data_ptr(), grad.data_ptr(),
                 status.data_ptr(), steps.data_ptr())
+    if diagnostics is not None:
+        for name in DIAGNOSTICS:
+            dtype = torch.int32 if name == "zero_entries" else R.dtype
+            diagnostics[name] = torch.empty(batch, dtype=dtype, device=R.device)
+        wanted = tuple(diagnostics[name].data_ptr() for name in DIAGNOSTICS)
+        if R.is_cuda:
+            _on_device(R, lambda stream: lib.solve_diagnosed_async(
+                solver, options, _dtype_code(R), batch, n, iterations, *pointers, wanted, stream,
+                convention))
+        else:
+            lib.solve_diagnosed(solver, options, CPU, _dtype_code(R), batch, n, iterations,
+                                *pointers, wanted, convention)
+        return grad, status, steps
     if R.is_cuda:
         _on_device(R, lambda stream: lib.solve_async(solver, options, _dtype_code(R), batch, n,
                                                      iterations, *pointers, stream, convention))
@@ -93,13 +111,14 @@ def replace_failures(logits, grad_output, grad, status, iterations,
 
 
 def backward(logits, R, grad_output, iterations, solver, options, on_failure,
-             convention=DEFAULT_CONVENTION):
+             convention=DEFAULT_CONVENTION, diagnostics=None):
     """solve() and then the on_failure policy: "keep" leaves failed matrices as the solver wrote
     them; "unrolled" recomputes them with the unrolled solver, those matrices only (on CUDA
     counted on the device, so that nothing waits for the GPU); "raise" waits for the statuses
     and raises SolveFailure when any is not a success. status and iterations stay the first
     solver's, so that they say which matrices were recomputed."""
-    grad, status, steps = solve(logits, R, grad_output, iterations, solver, options, convention)
+    grad, status, steps = solve(logits, R, grad_output, iterations, solver, options, convention,
+                                diagnostics)
     if on_failure == "raise":
         if bool(failed(status).any()):
             raise SolveFailure(failure_message(solver, status))

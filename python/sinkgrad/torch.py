@@ -41,13 +41,22 @@ class SolveStats:
     (None until a backward has run). status codes index status_names: 0 ok, 1 not_converged,
     2 breakdown, 3 invalid_input, 4 ill_conditioned, 5 fallback (the exact unrolled gradient in
     place of the implicit one: backward="auto"); docs/math.md. Every code but ok and fallback
-    counts as a failure for on_failure. Filling them never waits for the GPU."""
+    counts as a failure for on_failure. Also per matrix, of the same shape (docs/math.md,
+    "Diagnostics of a solve"): row_violation and column_violation (max |r_i - 1| and
+    max |c_j - 1| of the forward's R, in its compute dtype), relative_residual (CG's final
+    ||r|| / ||b||; NaN where no CG ran) and zero_entries (int32: entries of R that are exactly 0,
+    where exp underflowed and the exact gradient is 0 too). Filling them never waits for the
+    GPU."""
 
     status_names = STATUS_NAMES
 
     def __init__(self):
         self.status = None
         self.iterations = None
+        self.row_violation = None
+        self.column_violation = None
+        self.relative_residual = None
+        self.zero_entries = None
 
     def failed(self):
         """A bool tensor, True where the solver reported neither ok nor fallback."""
@@ -146,11 +155,14 @@ def _backward(ctx, grad_R):
     shape, dtype, iterations, backward, options, on_failure, stats, convention = ctx.setup
     M, R = ctx.saved_tensors
     G = grad_R.to(R.dtype).reshape(R.shape).contiguous()
+    diagnostics = {} if stats is not None else None
     grad, status, steps = _kernels.backward(M, R, G, iterations, backward, options, on_failure,
-                                            convention)
+                                            convention, diagnostics)
     if stats is not None:
         stats.status = status.view(shape[:-2])
         stats.iterations = steps.view(shape[:-2])
+        for name, values in diagnostics.items():
+            setattr(stats, name, values.view(shape[:-2]))
     return grad.view(shape).to(dtype), None, None, None, None, None, None
 
 

@@ -89,5 +89,38 @@ class SafeDefaults(unittest.TestCase):
         self.assertLess(float((grad - unrolled_torch(M, 5, G)).abs().max()), 1e-12)
 
 
+class Diagnostics(unittest.TestCase):
+    def test_stats_carry_the_diagnostics_of_the_forwards_R(self):
+        """Checked against the same quantities computed here in torch (float64 sums)."""
+        generator = torch.Generator().manual_seed(6)
+        for dtype in (torch.float32, torch.float64):
+            # saturated logits: some entries of R are exactly 0
+            M = (torch.rand(64, 16, 16, dtype=dtype, generator=generator) * 2 - 1) * 80
+            G = torch.randn(64, 16, 16, dtype=dtype, generator=generator)
+            for backward, options in (("cg_corrected", {"floor": 0}), ("unrolled", None)):
+                logits = M.detach().clone().requires_grad_(True)
+                stats = sgt.SolveStats()
+                R = sgt.sinkhorn(logits, 3, backward=backward, options=options, stats=stats)
+                R.backward(G)
+                R = R.detach().double()
+                rows = (R.sum(-1) - 1).abs().amax(-1)
+                cols = (R.sum(-2) - 1).abs().amax(-1)
+                self.assertTrue(torch.allclose(stats.row_violation.double(), rows, rtol=0,
+                                               atol=1e-6 if dtype == torch.float32 else 1e-14))
+                self.assertTrue(torch.allclose(stats.column_violation.double(), cols, rtol=0,
+                                               atol=1e-6 if dtype == torch.float32 else 1e-14))
+                zeros = (R == 0).sum((-2, -1)).to(torch.int32)
+                self.assertTrue(torch.equal(stats.zero_entries, zeros))
+                if dtype == torch.float32:  # exp(-160) underflows there, not in float64
+                    self.assertGreater(int((zeros > 0).sum()), 0)
+                residual = stats.relative_residual
+                if backward == "unrolled":
+                    self.assertTrue(torch.isnan(residual).all())
+                else:
+                    ok = stats.status == 0
+                    tolerance = 1e-5 if dtype == torch.float32 else 1e-12
+                    self.assertTrue(torch.all(residual[ok] <= tolerance), residual[ok].max())
+
+
 if __name__ == "__main__":
     unittest.main()
