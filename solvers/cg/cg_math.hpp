@@ -59,6 +59,19 @@ struct CgStartRange<double> {
   static constexpr double low = 0x1p-510, high = 0x1p512;
 };
 
+// About the square root of the unit roundoff: the least Rayleigh quotient of CG's operator along
+// b for which a stop at the floor says ok.
+template <class Real>
+struct CgRootEpsilon;
+template <>
+struct CgRootEpsilon<float> {
+  static constexpr float value = 0x1p-12f;
+};
+template <>
+struct CgRootEpsilon<double> {
+  static constexpr double value = 0x1p-26;
+};
+
 // CG's start: x = 0, r = p = scale b, minus its mean with remove_mean (P = 1); returns r^T r.
 template <class Real, class Team, int P>
 SINKGRAD_HD Real cg_start(const Team& team, const CgVector<Team, P>& b, CgVector<Team, P>& x,
@@ -108,7 +121,8 @@ template <class Real, class Team, int P, class Operator>
 SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A,
                                              const CgVector<Team, P>& b, CgVector<Team, P>& x,
                                              CgSettings<Real> settings, Real* history,
-                                             bool remove_mean = false, Real floor = 0) {
+                                             bool remove_mean = false, Real floor = 0,
+                                             bool gauge_one = false) {
   CgVector<Team, P> r, p, Ap;
   const bool record = history != nullptr && team.leader();
   if (record) fill(history, settings.max_iterations + 1, quiet_nan<Real>());
@@ -144,15 +158,39 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
   // The floor in the scaled units; its square may overflow to infinity, which still orders
   // right (b is then negligible beside the terms it was formed from).
   const Real scaled_floor = floor * scale;
-  const Real threshold =
-      max_of(settings.tolerance * settings.tolerance * rr, scaled_floor * scaled_floor);
+  const Real relative = settings.tolerance * settings.tolerance * rr;
+  const Real floored = scaled_floor * scaled_floor;
+  const Real threshold = max_of(relative, floored);
   if (record) history[0] = sqrt_of(rr) * unscale;
-  if (rr <= threshold) return {SolveStatus::ok, 0, cg_relative_residual(rr, bb)};  // b = 0 too
+  if (rr <= relative) return {SolveStatus::ok, 0, cg_relative_residual(rr, bb)};  // b = 0 too
+  // Where the floor alone stops CG, ok needs the operator not to be at rounding level itself
+  // along b: its Rayleigh quotient there (the first step's p^T A p / p^T p; A's scale is about
+  // 1) at least sqrt(eps). A near-permutation R makes S vanish with b; a residual at b's
+  // rounding then says nothing of the error, and the matrix is ill_conditioned instead.
+  // gauge_one (P = 1): A's small direction 1 moves no gradient (the plain system's α and β
+  // shift against each other along it), so the quotient is taken on b without its mean.
+  bool operator_seen = false;
   for (int it = 1; it <= settings.max_iterations; ++it) {
     A.apply(team, p, Ap);
     const Real curvature = dot<Real>(team, p, Ap);
-    if (curvature == Real(0) || !is_finite(curvature))
-      return finish(SolveStatus::breakdown, it - 1, rr);
+    if (!is_finite(curvature)) return finish(SolveStatus::breakdown, it - 1, rr);
+    if (it == 1) {
+      Real seen = curvature, along = rr;
+      if constexpr (P == 1) {
+        if (gauge_one && rr <= floored) {  // r and Ap are free: CG stops here
+          const Real mean = team.sum([&](Slot s) { return p.part[0][s]; }) / Real(team.n());
+          team.each([&](Slot s) { r.part[0][s] = p.part[0][s] - mean; });
+          along = dot<Real>(team, r, r);
+          if (along <= floored) return finish(SolveStatus::ok, 0, rr);  // b is a gauge alone
+          A.apply(team, r, Ap);
+          seen = dot<Real>(team, r, Ap);
+        }
+      }
+      operator_seen = seen >= CgRootEpsilon<Real>::value * along;
+      if (rr <= floored)
+        return finish(operator_seen ? SolveStatus::ok : SolveStatus::ill_conditioned, 0, rr);
+    }
+    if (curvature == Real(0)) return finish(SolveStatus::breakdown, it - 1, rr);
     const Real step = rr / curvature;
     team.each([&](Slot s) {
       for (int q = 0; q < P; ++q) {
@@ -163,7 +201,10 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
     const Real rr_next = dot<Real>(team, r, r);
     if (record) history[it] = sqrt_of(rr_next) * unscale;
     if (!is_finite(rr_next)) return finish(SolveStatus::breakdown, it, rr_next);
-    if (rr_next <= threshold) return finish(SolveStatus::ok, it, rr_next);
+    if (rr_next <= threshold)
+      return finish(
+          rr_next <= relative || operator_seen ? SolveStatus::ok : SolveStatus::ill_conditioned, it,
+          rr_next);
     const Real ratio = rr_next / rr;
     team.each([&](Slot s) {
       for (int q = 0; q < P; ++q) p.part[q][s] = fma_of(ratio, p.part[q][s], r.part[q][s]);

@@ -27,7 +27,8 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
     Real terms = 0;
     team_schur_rhs<Real>(team, mats, false, m, b.part[0], &terms);
     outcome = conjugate_gradient(team, PlainSchurOperator<Real, Matrices>{mats}, b, beta, settings,
-                                 history, false, rhs_rounding_floor(settings, terms));
+                                 history, false, rhs_rounding_floor(settings, terms),
+                                 /*gauge_one=*/true);
     typename Team::Vec alpha;
     team_schur_alpha<Real>(team, mats, false, m, beta.part[0], alpha);
     finite = team_assemble_gradient<Real>(team, mats, alpha, beta.part[0]);

@@ -2,14 +2,16 @@
 // normalises (G_ij = g_i after columns_first, G_ij = g_j after rows_first and tilekernels), so
 // that L is a weighted sum of marginals the forward makes exactly one: the true gradient is zero.
 // The right-hand sides of the Schur systems then cancel to rounding; every solver must say ok
-// and give a gradient at rounding level, like unrolled.
+// and give a gradient at rounding level, like unrolled (but where S vanishes with b).
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "core/solver_registry.hpp"
 #include "forward/sinkhorn_forward.hpp"
@@ -76,9 +78,15 @@ void check_copied_streams(const char* convention_name) {
           const std::string where = config.label() + " " + convention_name +
                                     " n=" + std::to_string(n) + " T=" + std::to_string(T) +
                                     " scale=" + std::to_string(scale);
-          int not_ok = 0;
-          for (SolveStatus s : out.status) not_ok += s != SolveStatus::ok;
+          // ok everywhere, but where R is so near a permutation that S vanishes with b (peaked
+          // logits at n = 2): CG's floor cannot tell a zero answer there, and says so.
+          int not_ok = 0, unsure = 0;
+          for (SolveStatus s : out.status) {
+            not_ok += s != SolveStatus::ok && s != SolveStatus::ill_conditioned;
+            unsure += s == SolveStatus::ill_conditioned;
+          }
           EXPECT_EQ(not_ok, 0) << where;
+          EXPECT_LE(unsure, scale > 1 && n == 2 ? batch / 20 : 0) << where;
           EXPECT_LE(worst_relative_size(out.grad, R, G), allowed) << where;
         }
       }
@@ -112,6 +120,50 @@ TEST(CopiedStreams, FloorZeroIsTheRelativeTestAlone) {
   };
   EXPECT_EQ(count_not_ok("auto"), 0);
   EXPECT_GT(count_not_ok("0"), 0);
+}
+
+// Near-permutation R in float32 (uniform(0, 1) logits plus K on a random permutation, T = 20):
+// S is then of the size of its own rounding along with b, and a stop at the floor would say
+// nothing of the error. The floor must not make CG report ok for a matrix whose gradient is
+// more than 10% from the float64 unrolled gradient where the relative test alone did not.
+TEST(CopiedStreams, TheFloorSaysOkOnNoNearPermutationItGetsWrong) {
+  std::mt19937_64 rng = make_rng(11);
+  const int T = 20;
+  const index_t batch = 200;
+  for (int n : {2, 4, 8})
+    for (double K : {12.0, 16.0, 20.0, 30.0}) {
+      HostBatch<float> M = uniform_batch<float>(rng, batch, n, 0.0, 1.0);
+      for (index_t b = 0; b < batch; ++b) {
+        std::vector<int> perm(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i) perm[static_cast<std::size_t>(i)] = i;
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (int i = 0; i < n; ++i) M(b, i, perm[static_cast<std::size_t>(i)]) += float(K);
+      }
+      const auto R = forward(M, T);
+      const auto G = normal_batch<float>(rng, batch, n);
+      const auto exact = solve(*SolverRegistry::global().create("unrolled"), convert<double>(M),
+                               convert<double>(R), convert<double>(G), T);
+      for (const char* solver : {"cg_corrected", "cg_plain"}) {
+        const auto wrong_ok = [&](const char* floor) {
+          const auto out =
+              solve(*SolverRegistry::global().create(solver, {{"floor", floor}}), M, R, G, T);
+          int wrong = 0;
+          const int nn = n * n;
+          for (index_t b = 0; b < batch; ++b) {
+            if (out.status[static_cast<std::size_t>(b)] != SolveStatus::ok) continue;
+            double diff = 0, size = 0;
+            for (int k = 0; k < nn; ++k) {
+              const double e = exact.grad.data()[b * nn + k];
+              diff += (out.grad.data()[b * nn + k] - e) * (out.grad.data()[b * nn + k] - e);
+              size += e * e;
+            }
+            wrong += diff > 0.01 * size && diff > 1e-12;
+          }
+          return wrong;
+        };
+        EXPECT_LE(wrong_ok("auto"), wrong_ok("0")) << solver << " n = " << n << ", K = " << K;
+      }
+    }
 }
 
 }  // namespace
