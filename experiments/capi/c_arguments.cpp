@@ -12,6 +12,19 @@
 
 namespace sinkgrad::capi {
 
+std::string& last_error() {
+  thread_local std::string message;
+  return message;
+}
+
+void set_last_error(const char* function, const char* message) noexcept {
+  try {
+    last_error() = std::string(function) + ": " + message;
+  } catch (...) {  // no memory even for the message: an empty one rather than a throw
+    last_error().clear();
+  }
+}
+
 Device device_of(int device) {
   if (device == SINKGRAD_C_CPU) return Device::cpu;
   if (device == SINKGRAD_C_CUDA) return Device::cuda;

@@ -3,7 +3,9 @@
 // throwing sinkgrad::Error with a message the caller reads from sinkgrad_last_error.
 
 #include <cstdint>
+#include <exception>
 #include <map>
+#include <new>
 #include <string>
 
 #include "core/backward_solver.hpp"
@@ -11,6 +13,26 @@
 #include "core/types.hpp"
 
 namespace sinkgrad::capi {
+
+// This thread's last error message (sinkgrad_last_error), and its setter (never throws).
+std::string& last_error();
+void set_last_error(const char* function, const char* message) noexcept;
+
+// Runs body; any exception becomes return code 1 and this thread's last error.
+template <class Body>
+int guarded(const char* function, Body&& body) noexcept {
+  try {
+    body();
+    return 0;
+  } catch (const std::bad_alloc&) {
+    set_last_error(function, "out of memory");
+  } catch (const std::exception& error) {
+    set_last_error(function, error.what());
+  } catch (...) {
+    set_last_error(function, "unknown exception");
+  }
+  return 1;
+}
 
 // SINKGRAD_C_CPU / SINKGRAD_C_CUDA -> Device.
 Device device_of(int device);

@@ -7,13 +7,11 @@
 #include <string>
 #include <type_traits>
 
-#include "core/device_runtime.hpp"
 #include "core/error.hpp"
 #include "core/plugin_loader.hpp"
 #include "core/solver_registry.hpp"
 #include "experiments/capi/c_arguments.hpp"
 #include "forward/sinkhorn_forward.hpp"
-#include "solvers/unrolled/unrolled_fallback.hpp"
 
 namespace {
 
@@ -23,32 +21,6 @@ using namespace sinkgrad::capi;
 // status is handed to the solver as SolveStatus*: the caller's int32 storage must match it.
 static_assert(std::is_same_v<std::underlying_type_t<SolveStatus>, std::int32_t>);
 static_assert(sizeof(SolveStatus) == sizeof(std::int32_t));
-
-thread_local std::string last_error;
-
-void set_last_error(const char* function, const char* message) noexcept {
-  try {
-    last_error = std::string(function) + ": " + message;
-  } catch (...) {  // no memory even for the message: an empty one rather than a throw
-    last_error.clear();
-  }
-}
-
-// Runs body; any exception becomes return code 1 and this thread's last error.
-template <class Body>
-int guarded(const char* function, Body&& body) noexcept {
-  try {
-    body();
-    return 0;
-  } catch (const std::bad_alloc&) {
-    set_last_error(function, "out of memory");
-  } catch (const std::exception& error) {
-    set_last_error(function, error.what());
-  } catch (...) {
-    set_last_error(function, "unknown exception");
-  }
-  return 1;
-}
 
 template <class Real>
 BatchView<Real> view(void* data, std::int64_t batch, int n, MemorySpace space) {
@@ -108,67 +80,12 @@ void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int 
     solver.solve_async(problem, result);
 }
 
-template <class Real>
-void replace_failures(Device device, std::int64_t batch, int n, int T, const void* logits,
-                      const void* G, void* grad, const std::int32_t* status,
-                      const ForwardSpec& spec, void* stream, bool wait) {
-  const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
-  const BackwardProblem<Real> problem{view<Real>(logits, batch, n, space),
-                                      {nullptr, batch, n, space},
-                                      view<Real>(G, batch, n, space),
-                                      T,
-                                      spec,
-                                      stream};
-  // The keep mode reads the statuses and writes neither them nor the iterations.
-  const BackwardResult<Real> result{
-      view<Real>(grad, batch, n, space),
-      reinterpret_cast<SolveStatus*>(const_cast<std::int32_t*>(status)), nullptr};
-  if (device == Device::cuda) device::require_cuda();
-  replace_by_unrolled(problem, result, device, FallbackStatus::keep);
-  if (device == Device::cuda && wait) device::synchronize("the exact fallback on cuda");
-}
-
-int replace_failures_checked(const char* function, Device device, int dtype, std::int64_t batch,
-                             int n, int T, const char* convention, double eps, const void* logits,
-                             const void* G, void* grad, const std::int32_t* status, void* stream,
-                             bool wait) {
-  return guarded(function, [&] {
-    const ForwardSpec spec = spec_of(convention, eps);
-    check_dtype(dtype);
-    check_shape(batch, n, T);
-    require(logits, "logits", batch);
-    require(G, "G", batch);
-    require(grad, "grad", batch);
-    require(status, "status", batch);
-    if (dtype == SINKGRAD_C_FLOAT32)
-      replace_failures<float>(device, batch, n, T, logits, G, grad, status, spec, stream, wait);
-    else
-      replace_failures<double>(device, batch, n, T, logits, G, grad, status, spec, stream, wait);
-  });
-}
-
 }  // namespace
 
 extern "C" {
 
-int sinkgrad_replace_failures(int device, int dtype, int64_t batch, int n, int T,
-                              const char* convention, double eps, const void* logits, const void* G,
-                              void* grad, const int32_t* status) {
-  Device on = Device::cpu;
-  if (guarded("sinkgrad_replace_failures", [&] { on = device_of(device); }) != 0) return 1;
-  return replace_failures_checked("sinkgrad_replace_failures", on, dtype, batch, n, T, convention,
-                                  eps, logits, G, grad, status, nullptr, true);
-}
-
-int sinkgrad_replace_failures_async(int dtype, int64_t batch, int n, int T, const char* convention,
-                                    double eps, const void* logits, const void* G, void* grad,
-                                    const int32_t* status, void* stream) {
-  return replace_failures_checked("sinkgrad_replace_failures_async", Device::cuda, dtype, batch, n,
-                                  T, convention, eps, logits, G, grad, status, stream, false);
-}
-
 const char* sinkgrad_last_error(void) {
-  return last_error.c_str();
+  return last_error().c_str();
 }
 
 int sinkgrad_forward(int device, int dtype, int64_t batch, int n, int T, const void* logits,

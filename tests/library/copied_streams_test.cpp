@@ -78,15 +78,15 @@ void check_copied_streams(const char* convention_name) {
           const std::string where = config.label() + " " + convention_name +
                                     " n=" + std::to_string(n) + " T=" + std::to_string(T) +
                                     " scale=" + std::to_string(scale);
-          // ok everywhere, but where R is so near a permutation that S vanishes with b (peaked
-          // logits at n = 2): CG's floor cannot tell a zero answer there, and says so.
+          // ok everywhere, but where R is so near a permutation that S vanishes with b (a few
+          // of the peaked logits): CG's floor cannot tell a zero answer there, and says so.
           int not_ok = 0, unsure = 0;
           for (SolveStatus s : out.status) {
             not_ok += s != SolveStatus::ok && s != SolveStatus::ill_conditioned;
             unsure += s == SolveStatus::ill_conditioned;
           }
           EXPECT_EQ(not_ok, 0) << where;
-          EXPECT_LE(unsure, scale > 1 && n == 2 ? batch / 20 : 0) << where;
+          EXPECT_LE(unsure, scale > 1 ? batch / 20 : 0) << where;
           EXPECT_LE(worst_relative_size(out.grad, R, G), allowed) << where;
         }
       }
