@@ -32,8 +32,7 @@ index_t check_solver_output(const BackwardSolver& solver, const BackwardResult<R
       throw Error(what_failed(solver, context) + " broke its output contract: matrix " +
                   std::to_string(b) + " reports " + std::to_string(result.iterations[b]) +
                   " iterations (must be >= 0)");
-    if (!is_success(result.status[b]) && result.status[b] != SolveStatus::not_converged)
-      continue;
+    if (!is_success(result.status[b]) && result.status[b] != SolveStatus::not_converged) continue;
     const Real* values = gradient.data + b * entries;
     for (index_t k = 0; k < entries; ++k)
       if (!std::isfinite(values[k])) {
