@@ -80,6 +80,29 @@ void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int 
     solver.solve_async(problem, result);
 }
 
+// Every solve entry point: its checks in order, then the solve in the precision dtype names.
+// stream_ordered: solve_async on cuda (device is not read), else a waiting solve on `device`.
+int checked_solve(const char* function, const char* solver, const char* options, int device,
+                  bool stream_ordered, int dtype, std::int64_t batch, int n, int T,
+                  const char* convention, double eps, const void* logits, const void* R,
+                  const void* G, void* grad, std::int32_t* status, std::int32_t* iterations,
+                  const CDiagnostics& diagnostics, void* stream) {
+  return guarded(function, [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
+    if (solver == nullptr) throw Error("solver is NULL");
+    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
+    const Device on = stream_ordered ? Device::cuda : device_of(device);
+    check_dtype(dtype);
+    check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
+    if (dtype == SINKGRAD_C_FLOAT32)
+      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream,
+                   !stream_ordered, diagnostics);
+    else
+      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream,
+                    !stream_ordered, diagnostics);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -120,18 +143,8 @@ int sinkgrad_solve_convention(const char* solver, const char* options, int devic
                               int64_t batch, int n, int T, const char* convention, double eps,
                               const void* logits, const void* R, const void* G, void* grad,
                               int32_t* status, int32_t* iterations) {
-  return guarded("sinkgrad_solve", [&] {
-    const ForwardSpec spec = spec_of(convention, eps);
-    if (solver == nullptr) throw Error("solver is NULL");
-    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
-    const Device on = device_of(device);
-    check_dtype(dtype);
-    check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
-    if (dtype == SINKGRAD_C_FLOAT32)
-      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec);
-    else
-      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec);
-  });
+  return checked_solve("sinkgrad_solve", solver, options, device, false, dtype, batch, n, T,
+                       convention, eps, logits, R, G, grad, status, iterations, {}, nullptr);
 }
 
 int sinkgrad_solve_diagnosed(const char* solver, const char* options, int device, int dtype,
@@ -140,21 +153,9 @@ int sinkgrad_solve_diagnosed(const char* solver, const char* options, int device
                              int32_t* status, int32_t* iterations, void* row_violation,
                              void* column_violation, void* relative_residual,
                              int32_t* zero_entries) {
-  return guarded("sinkgrad_solve_diagnosed", [&] {
-    const ForwardSpec spec = spec_of(convention, eps);
-    if (solver == nullptr) throw Error("solver is NULL");
-    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
-    const Device on = device_of(device);
-    check_dtype(dtype);
-    check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
-    const CDiagnostics d{row_violation, column_violation, relative_residual, zero_entries};
-    if (dtype == SINKGRAD_C_FLOAT32)
-      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, nullptr, true,
-                   d);
-    else
-      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, nullptr, true,
-                    d);
-  });
+  return checked_solve("sinkgrad_solve_diagnosed", solver, options, device, false, dtype, batch, n,
+                       T, convention, eps, logits, R, G, grad, status, iterations,
+                       {row_violation, column_violation, relative_residual, zero_entries}, nullptr);
 }
 
 int sinkgrad_solve_diagnosed_async(const char* solver, const char* options, int dtype,
@@ -163,20 +164,9 @@ int sinkgrad_solve_diagnosed_async(const char* solver, const char* options, int 
                                    int32_t* status, int32_t* iterations, void* row_violation,
                                    void* column_violation, void* relative_residual,
                                    int32_t* zero_entries, void* stream) {
-  return guarded("sinkgrad_solve_diagnosed_async", [&] {
-    const ForwardSpec spec = spec_of(convention, eps);
-    if (solver == nullptr) throw Error("solver is NULL");
-    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
-    check_dtype(dtype);
-    check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
-    const CDiagnostics d{row_violation, column_violation, relative_residual, zero_entries};
-    if (dtype == SINKGRAD_C_FLOAT32)
-      solve<float>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, spec,
-                   stream, false, d);
-    else
-      solve<double>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, spec,
-                    stream, false, d);
-  });
+  return checked_solve("sinkgrad_solve_diagnosed_async", solver, options, 0, true, dtype, batch, n,
+                       T, convention, eps, logits, R, G, grad, status, iterations,
+                       {row_violation, column_violation, relative_residual, zero_entries}, stream);
 }
 
 int sinkgrad_forward_async(int dtype, int64_t batch, int n, int T, const void* logits, void* R,
@@ -211,19 +201,8 @@ int sinkgrad_solve_convention_async(const char* solver, const char* options, int
                                     int64_t batch, int n, int T, const char* convention, double eps,
                                     const void* logits, const void* R, const void* G, void* grad,
                                     int32_t* status, int32_t* iterations, void* stream) {
-  return guarded("sinkgrad_solve_async", [&] {
-    const ForwardSpec spec = spec_of(convention, eps);
-    if (solver == nullptr) throw Error("solver is NULL");
-    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
-    check_dtype(dtype);
-    check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
-    if (dtype == SINKGRAD_C_FLOAT32)
-      solve<float>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, spec,
-                   stream, false);
-    else
-      solve<double>(s, Device::cuda, batch, n, T, logits, R, G, grad, status, iterations, spec,
-                    stream, false);
-  });
+  return checked_solve("sinkgrad_solve_async", solver, options, 0, true, dtype, batch, n, T,
+                       convention, eps, logits, R, G, grad, status, iterations, {}, stream);
 }
 
 int sinkgrad_check_solver(const char* solver, const char* options, int device, int dtype) {

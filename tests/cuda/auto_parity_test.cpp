@@ -12,14 +12,10 @@
 #include "forward/sinkhorn_forward.hpp"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 #include "tests/cuda/parity_support.hpp"
+#include "tests/support/solve_helpers.hpp"
 
 namespace sinkgrad::testing {
 namespace {
-
-template <class Real>
-bool same_bits(const Real* a, const Real* b, int count) {
-  return std::memcmp(a, b, sizeof(Real) * static_cast<std::size_t>(count)) == 0;
-}
 
 template <class Real>
 void check_auto_on_cuda(const char* convention, int n, int T,

@@ -20,11 +20,6 @@
 namespace sinkgrad::testing {
 namespace {
 
-template <class Real>
-bool same_bits(const Real* a, const Real* b, int count) {
-  return std::memcmp(a, b, sizeof(Real) * static_cast<std::size_t>(count)) == 0;
-}
-
 // The largest |r_i - 1|, |c_j - 1| of matrix b, in float64 (the reference of max_violation).
 template <class Real>
 double violation(const HostBatch<Real>& R, index_t b) {

@@ -2,6 +2,7 @@
 // Running a registered solver on host batches in one call, for tests and benchmarks.
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,6 +83,12 @@ Solution<Real> solve(const BackwardSolver& solver, const HostBatch<Real>& logits
   }
   solver.solve(problem, result);
   return out;
+}
+
+// Whether count Reals are bit for bit the same (NaN equal to a NaN of the same bits).
+template <class Real>
+bool same_bits(const Real* a, const Real* b, int count) {
+  return std::memcmp(a, b, sizeof(Real) * static_cast<std::size_t>(count)) == 0;
 }
 
 // One matrix of a batch as a batch of its own.

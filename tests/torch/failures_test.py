@@ -9,7 +9,7 @@ import unittest
 
 import torch
 
-from reference import import_layer, inputs, relative, unrolled_torch
+from reference import backward_with_stats, import_layer, inputs, relative, unrolled_torch
 
 sgt = import_layer()
 PLUGIN = REFUSED_PLUGIN = None
@@ -17,10 +17,7 @@ BUILTINS = ("unrolled", "cg_plain", "cg_corrected", "direct")
 
 
 def run(M, T, G, **kwargs):
-    M = M.detach().clone().requires_grad_(True)
-    stats = sgt.SolveStats()
-    sgt.sinkhorn(M, T, stats=stats, **kwargs).backward(G)
-    return M.grad, stats
+    return backward_with_stats(sgt, M, T, G, **kwargs)
 
 
 class Statuses(unittest.TestCase):

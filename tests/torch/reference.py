@@ -100,3 +100,11 @@ def import_layer():
     except ImportError as error:
         sys.exit(f"cannot import sinkgrad.torch ({error}); run with PYTHONPATH=build/python")
     return sgt
+
+
+def backward_with_stats(sgt, M, T, G, **kwargs):
+    """logits.grad and the SolveStats of sgt.sinkhorn(M, T, **kwargs) backpropagating G."""
+    M = M.detach().clone().requires_grad_(True)
+    stats = sgt.SolveStats()
+    sgt.sinkhorn(M, T, stats=stats, **kwargs).backward(G)
+    return M.grad, stats

@@ -9,17 +9,14 @@ import unittest
 
 import torch
 
-from reference import import_layer, unrolled_torch
+from reference import backward_with_stats, import_layer, unrolled_torch
 
 sgt = import_layer()
 IMPLICIT = ("auto", "cg_plain", "cg_corrected", "direct")
 
 
 def grad_of(M, T, G, **kwargs):
-    M = M.detach().clone().requires_grad_(True)
-    stats = sgt.SolveStats()
-    sgt.sinkhorn(M, T, stats=stats, **kwargs).backward(G)
-    return M.grad, stats
+    return backward_with_stats(sgt, M, T, G, **kwargs)
 
 
 def copied_streams(batch, n, dtype, generator):
