@@ -41,9 +41,8 @@ __global__ void __launch_bounds__(1024)
   const int nn = n * n;
   Real* tile0 = mine + block_team_scratch_reals(n, storage_reals);
   Real* tile1 = in1 != nullptr ? tile0 + (nn + 3) / 4 * 4 : tile0;
-  if (!subset.whole()) batch = *subset.count;
-  for (index_t k = blockIdx.x; k < batch; k += gridDim.x) {
-    const index_t b = subset.whole() ? k : subset.index[k];
+  for (index_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    if (!subset.selects(b)) continue;  // the same on every thread
     copy_tiles<Real, true, 0, transposed>(tile0, nn, n, const_cast<Real*>(in0) + b * nn, 1, n);
     if (in1 != nullptr)
       copy_tiles<Real, true, 0, transposed>(tile1, nn, n, const_cast<Real*>(in1) + b * nn, 1, n);
@@ -51,7 +50,7 @@ __global__ void __launch_bounds__(1024)
     const CudaBlockTeam<Real> team(n, shared, mine);
     const MatrixOutcome outcome = body(team, Tile<Real>{tile0, n}, Tile<Real>{tile1, n}, b);
     if (status != nullptr && team.leader()) {
-      status[b] = outcome.status;
+      status[b] = subset.stored(outcome.status);
       iterations[b] = outcome.iterations;
     }
     __syncthreads();

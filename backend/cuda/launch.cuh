@@ -17,6 +17,7 @@
 
 #include "backend/cuda/block_launch.cuh"
 #include "backend/cuda/check.hpp"
+#include "backend/cuda/listed_slices.cuh"
 #include "backend/cuda/matrix_subset.hpp"
 #include "backend/cuda/per_matrix_launch.cuh"  // resident_blocks
 #include "backend/cuda/staging.cuh"
@@ -87,8 +88,8 @@ constexpr int team_min_blocks() {
 // it when status is not null. Each team gets storage_reals (team_storage_reals) of scratch,
 // team.storage(). orientation: the tiles hold the matrices as stored or transposed. listed: the
 // kernel runs a subset (never staged; a compile-time choice, so that the whole-batch kernel
-// carries none of it): only its matrices, in slices of its list, each read from and stored to
-// its own place.
+// carries none of it): only its matrices, in the slices ListedSlices hands out, each read from
+// and stored to its own place.
 template <class Real, class Shape, TileOrientation orientation, bool listed, class Body>
 __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     team_kernel(const Real* in0, const Real* in1, Real* out, SolveStatus* status,
@@ -120,11 +121,43 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
     if (in1 != nullptr) stage_async(staging1, in1 + slice * teams * nn, total);
   };
 
-  if constexpr (listed) batch = *subset.count;
-  const index_t slices = (batch + teams - 1) / teams;
   const int team_index = threadIdx.x / W;
   const int lane = threadIdx.x % W;
   const unsigned mask = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << ((threadIdx.x % 32) / W * W);
+  // Runs the teams of the `count` matrices in the tiles; matrix(t): team t's place in the batch.
+  const auto solve = [&](int count, auto matrix) {
+    if (team_index >= count) return;
+    CudaTeam<Real, Shape> team(n, lane, mask, exchange + TeamExchange<Shape>::offset(team_index),
+                               storage + team_index * storage_reals);
+    const index_t b = matrix(team_index);
+    const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
+                                       Tile<Real>{tiles1 + team_index * tile_reals, stride}, b);
+    if (status != nullptr && team.leader()) {
+      status[b] = listed ? subset.stored(outcome.status) : outcome.status;
+      iterations[b] = outcome.iterations;
+    }
+  };
+
+  if constexpr (listed) {
+    __shared__ index_t list[listed_capacity(team_block_threads, team_block_threads)];
+    __shared__ int held;
+    ListedSlices slices(subset, batch, list, &held);
+    while (const int count = slices.next(teams)) {
+      copy_listed_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride,
+                                                          const_cast<Real*>(in0), list, count, n);
+      if (in1 != nullptr)
+        copy_listed_tiles<Real, true, Shape::N, transposed>(tiles1, tile_reals, stride,
+                                                            const_cast<Real*>(in1), list, count, n);
+      __syncthreads();
+      solve(count, [&](int t) { return list[t]; });
+      __syncthreads();
+      copy_listed_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride, out, list,
+                                                           count, n);
+    }
+    return;
+  }
+
+  const index_t slices = (batch + teams - 1) / teams;
   index_t slice = blockIdx.x;
   if (slice >= slices) return;
   if (staged) stage(slice);
@@ -138,41 +171,16 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
       from1 = staging1;
     }
     __syncthreads();  // the staged slice has landed; the last slice's tiles are stored
-    if constexpr (listed) {
-      const index_t* list = subset.index + slice * teams;
-      copy_listed_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride,
-                                                          const_cast<Real*>(in0), list, count, n);
-      if (in1 != nullptr)
-        copy_listed_tiles<Real, true, Shape::N, transposed>(tiles1, tile_reals, stride,
-                                                            const_cast<Real*>(in1), list, count, n);
-    } else {
-      copy_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride, from0, count, n);
-      if (in1 != nullptr)
-        copy_tiles<Real, true, Shape::N, transposed>(tiles1, tile_reals, stride, from1, count, n);
-    }
+    copy_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride, from0, count, n);
+    if (in1 != nullptr)
+      copy_tiles<Real, true, Shape::N, transposed>(tiles1, tile_reals, stride, from1, count, n);
     __syncthreads();  // tiles complete, staging free
     const index_t next = slice + gridDim.x;
     if (staged && next < slices) stage(next);
-
-    if (team_index < count) {
-      CudaTeam<Real, Shape> team(n, lane, mask, exchange + TeamExchange<Shape>::offset(team_index),
-                                 storage + team_index * storage_reals);
-      index_t b = slice * teams + team_index;
-      if constexpr (listed) b = subset.index[b];
-      const MatrixOutcome outcome = body(team, Tile<Real>{tiles0 + team_index * tile_reals, stride},
-                                         Tile<Real>{tiles1 + team_index * tile_reals, stride}, b);
-      if (status != nullptr && team.leader()) {
-        status[b] = outcome.status;
-        iterations[b] = outcome.iterations;
-      }
-    }
+    solve(count, [&](int t) { return slice * teams + t; });
     __syncthreads();
-    if constexpr (listed)
-      copy_listed_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride, out,
-                                                           subset.index + slice * teams, count, n);
-    else
-      copy_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride,
-                                                    out + slice * teams * nn, count, n);
+    copy_tiles<Real, false, Shape::N, transposed>(tiles1, tile_reals, stride,
+                                                  out + slice * teams * nn, count, n);
     if (next >= slices) break;
     slice = next;
   }
@@ -204,7 +212,12 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
   };
   while (teams > 1 && shared_bytes(teams) > std::size_t(limit) / 2) teams /= 2;
   const std::size_t bytes = shared_bytes(teams);
-  if (bytes > std::size_t(limit))
+  // The listed form's list is static shared memory on top.
+  const std::size_t list_bytes =
+      listed
+          ? listed_capacity(team_block_threads, team_block_threads) * sizeof(index_t) + sizeof(int)
+          : 0;
+  if (bytes + list_bytes > std::size_t(limit))
     throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
                 " bytes of shared memory per matrix, more than a CUDA block has");
   if (bytes > 48 * 1024)

@@ -67,15 +67,14 @@ __global__ void per_matrix_kernel(BackwardResult<Real> result, index_t batch, st
   extern __shared__ __align__(16) unsigned char shared_workspace[];
   Real* work = reinterpret_cast<Real*>(shared_workspace) + threadIdx.x * stride;
   const index_t step = index_t(gridDim.x) * blockDim.x;
-  if (!subset.whole()) batch = *subset.count;
-  for (index_t k = index_t(blockIdx.x) * blockDim.x + threadIdx.x; k < batch; k += step) {
-    const index_t b = subset.whole() ? k : subset.index[k];
+  for (index_t b = index_t(blockIdx.x) * blockDim.x + threadIdx.x; b < batch; b += step) {
+    if (!subset.selects(b)) continue;
     Real* history = result.residual_history != nullptr
                         ? result.residual_history + b * result.history_stride
                         : nullptr;
     const MatrixOutcome outcome = per_matrix(b, work, history);
     if (result.status != nullptr) {
-      result.status[b] = outcome.status;
+      result.status[b] = subset.stored(outcome.status);
       result.iterations[b] = outcome.iterations;
     }
     if (result.diagnostics.relative_residual != nullptr)

@@ -20,8 +20,9 @@
 // every kernel for that forward convention instead, and only for it. SINKGRAD_BENCH_SIZES="96
 // 128" replaces the n of every kernel (with a smaller SINKGRAD_BENCH_BATCH for large n).
 // auto and cg_corrected followed by on_failure="unrolled"'s fallback are timed as they run in
-// the layer (the fallback's listing and replay included), with no failure and with 1% of the
-// matrices failed; the counter not_ok says how many matrices the CG kernel left to the fallback.
+// the layer (the fallback, which finds its matrices itself, included), with no failure and with 1%
+// of the matrices failed; the counter not_ok says how many matrices the CG kernel left to the
+// fallback.
 
 #pragma nv_diag_suppress 554  // BatchView<const T>'s self-conversion (core/batch.hpp)
 

@@ -1,6 +1,6 @@
 // `auto` and the exact fallback on CUDA: per matrix, the bits of cuda cg_corrected where that
 // succeeded within max_violation and the bits of cuda unrolled (status fallback) elsewhere,
-// through the device-listed subset of every launcher (warp teams, transposed tiles for rows_first
+// through the status-selected subset of every launcher (warp teams, transposed tiles for rows_first
 // and tilekernels, the block team above n = 64); statuses as the CPU's; the keep mode
 // (on_failure="unrolled") replacing only the failures, in device memory and on a stream.
 // Skipped without a GPU.
@@ -110,6 +110,75 @@ TEST(AutoOnCuda, KeepModeReplacesOnlyFailures) {
     check_keep_mode<float>(n);
     check_keep_mode<double>(n);
   }
+}
+
+// A batch large enough that every block reads several windows of statuses, with failures
+// scattered (one in 97), in a cluster longer than a window (every matrix of [40000, 43000)) and
+// of every kind: each selected matrix gets unrolled's bits and, in mark mode, status fallback;
+// every other matrix keeps its gradient and status.
+template <class Real>
+void check_scattered_and_clustered(int n, FallbackStatus mode) {
+  SCOPED_TRACE("n = " + std::to_string(n) + (mode == FallbackStatus::mark ? " mark" : " keep"));
+  auto rng = make_rng(static_cast<std::uint64_t>(7 * n));
+  const int T = 3;
+  // More matrices than the blocks of one launch read in a sweep of windows (4 * 128 statuses).
+  const index_t batch = n <= 4 ? index_t(1) << 21 : index_t(1) << 19;
+  const Inputs<Real> in = make_inputs<Real>(rng, batch, n, T, /*bad_matrices=*/false);
+  const Outputs<Real> exact =
+      solve_on(*SolverRegistry::global().create("unrolled"), in, Device::cuda);
+  std::vector<SolveStatus> first(static_cast<std::size_t>(batch), SolveStatus::ok);
+  const SolveStatus kinds[] = {SolveStatus::not_converged, SolveStatus::breakdown,
+                               SolveStatus::fallback, SolveStatus::ill_conditioned};
+  for (index_t b = 0; b < batch; ++b)
+    if (b % 97 == 5 || (b >= 40000 && b < 43000))
+      first[static_cast<std::size_t>(b)] = kinds[(b / 97) % 4];
+  const auto selected = [&](index_t b) {
+    const SolveStatus s = first[static_cast<std::size_t>(b)];
+    return mode == FallbackStatus::mark ? s != SolveStatus::ok : !is_success(s);
+  };
+  const HostBatch<Real> zero(batch, n, Real(0));
+  cuda::DeviceBatch<Real> M(in.M), G(in.G), grad(zero);
+  cuda::DeviceBuffer status(sizeof(SolveStatus) * static_cast<std::size_t>(batch));
+  cuda::DeviceBuffer iterations(sizeof(std::int32_t) * static_cast<std::size_t>(batch));
+  cuda::copy_to_device(status.data(), first.data(), status.bytes());
+  cuda::fill_bytes(iterations.data(), 0, iterations.bytes());
+  const BackwardProblem<Real> problem{
+      M.view(), {nullptr, batch, n, MemorySpace::device}, G.view(), T, {}, nullptr};
+  replace_by_unrolled(problem,
+                      BackwardResult<Real>{grad.view(), status.template as<SolveStatus>(),
+                                           iterations.template as<std::int32_t>()},
+                      Device::cuda, mode);
+  cuda::synchronize("the scattered and clustered fallback test");
+  const HostBatch<Real> out = grad.download();
+  std::vector<SolveStatus> after(static_cast<std::size_t>(batch));
+  cuda::copy_to_host(after.data(), status.data(), status.bytes());
+  const int nn = n * n;
+  index_t replaced = 0, wrong_bits = 0, wrong_status = 0;
+  for (index_t b = 0; b < batch; ++b) {
+    const auto k = static_cast<std::size_t>(b);
+    SolveStatus expected = first[k];
+    if (selected(b)) {
+      ++replaced;
+      wrong_bits += !same_bits(out.data() + b * nn, exact.grad.data() + b * nn, nn);
+      if (mode == FallbackStatus::mark)
+        expected = exact.status[k] == SolveStatus::ok ? SolveStatus::fallback : exact.status[k];
+    } else {
+      wrong_bits += !same_bits(out.data() + b * nn, zero.data() + b * nn, nn);
+    }
+    wrong_status += after[k] != expected;
+  }
+  EXPECT_GT(replaced, 3000);
+  EXPECT_EQ(wrong_bits, 0);
+  EXPECT_EQ(wrong_status, 0);
+}
+
+TEST(AutoOnCuda, FallbackFindsScatteredAndClusteredFailures) {
+  SINKGRAD_REQUIRE_GPU();
+  for (int n : {4, 16})
+    for (FallbackStatus mode : {FallbackStatus::mark, FallbackStatus::keep}) {
+      check_scattered_and_clustered<float>(n, mode);
+      if (n == 4) check_scattered_and_clustered<double>(n, mode);
+    }
 }
 
 }  // namespace
