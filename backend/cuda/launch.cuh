@@ -220,7 +220,7 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
   if (bytes + list_bytes > std::size_t(limit))
     throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
                 " bytes of shared memory per matrix, more than a CUDA block has");
-  if (bytes > 48 * 1024)
+  if (bytes + list_bytes > 48 * 1024)  // static and dynamic together above the default
     SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(bytes)));
   // As many blocks as stay resident at once, each working through its share of the slices

@@ -1,10 +1,11 @@
 #pragma once
 // How a block of the team kernel finds the matrices of a subset (matrix_subset.hpp): it reads
-// the statuses of windows of scan_per_thread * blockDim.x matrices (blockIdx.x, blockIdx.x +
-// gridDim.x, ...: interleaved, so that a cluster of selected matrices spreads over the blocks),
-// lists the selected ones in shared memory and hands them out as slices of up to `teams`. A
-// batch with none selected costs each block its share of the statuses, read once; no kernel of
-// its own counts or lists them first.
+// the statuses of windows of scan_per_thread * blockDim.x matrices (windows blockIdx.x,
+// blockIdx.x + gridDim.x, ...: interleaved, so that a cluster of selected matrices spreads over
+// the blocks), each thread holding which of its scan_per_thread matrices are selected, lists
+// the selected ones in shared memory a row of blockDim.x at a time and hands them out as slices
+// of up to `teams`. A window with none selected costs its loads and one barrier; no kernel of
+// its own counts or lists the matrices first.
 
 #include <cuda_runtime.h>
 
@@ -13,12 +14,13 @@
 
 namespace sinkgrad::cuda::detail {
 
-inline constexpr int scan_per_thread = 4;
+// Statuses each thread reads per window, independent loads in flight at once (at most 32: the
+// selection is a bit mask).
+inline constexpr int scan_per_thread = 16;
 
-// Entries a block's list needs for blocks of `threads` threads and `teams` teams: fewer than
-// `teams` are held when a window is read, which adds at most a window.
+// Entries a block's list needs: fewer than `teams` are held when a row of `threads` is listed.
 __host__ __device__ constexpr int listed_capacity(int threads, int teams) {
-  return teams + scan_per_thread * threads;
+  return teams + threads;
 }
 
 class ListedSlices {
@@ -27,7 +29,7 @@ class ListedSlices {
   // (shared memory).
   __device__ ListedSlices(MatrixSubset subset, index_t batch, index_t* list, int* held)
       : subset_(subset), batch_(batch), list_(list), held_(held) {
-    position_ = index_t(blockIdx.x) * window();
+    next_window_ = index_t(blockIdx.x) * window();
     if (threadIdx.x == 0) *held_ = 0;
     __syncthreads();
   }
@@ -37,30 +39,33 @@ class ListedSlices {
   __device__ int next(int teams) {
     int held = held_count_;
     if (taken_ > 0) {
-      const int rest = held - taken_;  // < blockDim.x * scan_per_thread
-      index_t moved[scan_per_thread];
-      for (int k = 0; k < scan_per_thread; ++k) {
-        const int from = taken_ + threadIdx.x + k * int(blockDim.x);
-        moved[k] = from < held ? list_[from] : 0;
-      }
-      __syncthreads();  // every slot read before any is overwritten
-      for (int k = 0; k < scan_per_thread; ++k) {
-        const int to = threadIdx.x + k * int(blockDim.x);
-        if (to < rest) list_[to] = moved[k];
-      }
+      const int rest = held - taken_;  // < blockDim.x: one entry a thread moves
+      const index_t moved = int(threadIdx.x) < rest ? list_[taken_ + threadIdx.x] : 0;
+      __syncthreads();  // every entry read before any is overwritten
+      if (int(threadIdx.x) < rest) list_[threadIdx.x] = moved;
       if (threadIdx.x == 0) *held_ = rest;
       __syncthreads();
       held = rest;
     }
-    while (held < teams && position_ < batch_) {
-      for (int k = 0; k < scan_per_thread; ++k) {
-        const index_t b = position_ + threadIdx.x + index_t(k) * blockDim.x;
-        if (b < batch_ && subset_.selects(b)) list_[atomicAdd(held_, 1)] = b;
+    while (held < teams) {
+      if (row_ == scan_per_thread) {  // the window is listed: read the next one
+        if (next_window_ >= batch_) break;
+        selected_ = 0;
+        for (int k = 0; k < scan_per_thread; ++k) {
+          const index_t b = next_window_ + threadIdx.x + index_t(k) * blockDim.x;
+          if (b < batch_ && subset_.selects(b)) selected_ |= 1u << k;
+        }
+        window_ = next_window_;
+        next_window_ += index_t(gridDim.x) * window();
+        row_ = __syncthreads_or(selected_ != 0) ? 0 : scan_per_thread;
+        continue;
       }
-      position_ += index_t(gridDim.x) * window();
-      __syncthreads();  // the window's entries listed
+      if ((selected_ >> row_) & 1u)
+        list_[atomicAdd(held_, 1)] = window_ + threadIdx.x + index_t(row_) * blockDim.x;
+      ++row_;
+      __syncthreads();  // the row's entries listed
       held = *held_;
-      __syncthreads();  // read by every thread before the next window adds to it
+      __syncthreads();  // read by every thread before the next row adds to it
     }
     held_count_ = held;
     taken_ = held < teams ? held : teams;
@@ -76,7 +81,10 @@ class ListedSlices {
   index_t batch_;
   index_t* list_;
   int* held_;
-  index_t position_ = 0;
+  index_t window_ = 0;       // the window being listed
+  index_t next_window_ = 0;  // the next window to read
+  unsigned selected_ = 0;    // bit k: this thread's matrix of row k of the window is selected
+  int row_ = scan_per_thread;
   int held_count_ = 0;
   int taken_ = 0;
 };
