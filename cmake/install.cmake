@@ -9,7 +9,7 @@ include(CMakePackageConfigHelpers)
 
 # The public headers (include/sinkgrad/*: sinkgrad.hpp, plugin.hpp, plugin_cuda.cuh) go to
 # include/sinkgrad; the layers they include keep their repository layout ("core/...",
-# "math/...", "backend/...", "forward/...") under include/sinkgrad too. Both include/ and
+# "kernels/...", "kernels/...", "forward/...") under include/sinkgrad too. Both include/ and
 # include/sinkgrad are INSTALL_INTERFACE include directories of the sinkgrad target; plugins
 # include only "sinkgrad/...".
 set(SINKGRAD_INSTALL_INCLUDEDIR include/sinkgrad)
@@ -25,8 +25,8 @@ install(TARGETS sinkgrad EXPORT sinkgradTargets
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/sinkgrad DESTINATION include
         FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh")
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/math
-                  ${PROJECT_SOURCE_DIR}/backend ${PROJECT_SOURCE_DIR}/forward
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/core ${PROJECT_SOURCE_DIR}/kernels
+                  ${PROJECT_SOURCE_DIR}/forward
         DESTINATION ${SINKGRAD_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh")
 
@@ -61,7 +61,7 @@ if(TARGET sinkgrad_c)
   set_target_properties(sinkgrad_c PROPERTIES
     INSTALL_RPATH "$ORIGIN" INSTALL_RPATH_USE_LINK_PATH TRUE)
   install(TARGETS sinkgrad_c LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  install(FILES ${PROJECT_SOURCE_DIR}/experiments/capi/sinkgrad_c.h
+  install(FILES ${PROJECT_SOURCE_DIR}/include/sinkgrad/sinkgrad_c.h
           DESTINATION ${SINKGRAD_INSTALL_INCLUDEDIR})
 endif()
 
@@ -91,7 +91,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/experiments/plot_style.py
 # sinkgrad_c.py, which finds the installed libsinkgrad_c through sinkgrad_c_library.txt, its
 # path relative to that folder.
 set(SINKGRAD_INSTALL_PYTHONDIR ${SINKGRAD_PYTHON_INSTALL_DIR})
-install(FILES ${PROJECT_SOURCE_DIR}/experiments/capi/sinkgrad_c.py
+install(FILES ${PROJECT_SOURCE_DIR}/capi/sinkgrad_c.py
         DESTINATION ${SINKGRAD_INSTALL_PYTHONDIR})
 if(TARGET sinkgrad_c)
   file(RELATIVE_PATH SINKGRAD_C_LIBRARY_FROM_PYTHON /prefix/${SINKGRAD_INSTALL_PYTHONDIR}

@@ -1,7 +1,7 @@
 #pragma once
 // What the interfaces of core/ need from a GPU, without including a backend: whether a device
 // is usable, a solve of host-resident batches run on device copies, and waiting for the device.
-// backend/cuda/runtime.cpp implements it in builds with CUDA; backend/cpu/no_device_runtime.cpp
+// kernels/cuda/runtime.cpp implements it in builds with CUDA; kernels/cpu/no_device_runtime.cpp
 // (every call refuses with a message saying so) in builds without.
 
 #include <functional>

@@ -1,7 +1,7 @@
 #pragma once
 // The solver-independent part of SolveDiagnostics (core/backward_problem.hpp): one matrix's
 // marginal violations and zero count, written once for the host pass (BackwardSolver's checked
-// solve, core/backward_solver.cpp) and the CUDA kernel (backend/cuda/diagnostics.cu), which
+// solve, core/backward_solver.cpp) and the CUDA kernel (kernels/cuda/diagnostics.cu), which
 // therefore give the same bits.
 
 #include <cstdint>

@@ -34,7 +34,7 @@ import re
 import sys
 import traceback
 
-# Next to this file: experiments/capi (source tree) or python/ (share/sinkgrad, installed).
+# Next to this file: capi (source tree) or python/ (share/sinkgrad, installed).
 for _folder in ("capi", "python"):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), _folder))
 import sinkgrad_c  # noqa: E402

@@ -16,7 +16,7 @@
 #include "core/forward_spec.hpp"
 #include "core/host_device.hpp"
 #include "forward/log_domain.hpp"  // marginal_violation
-#include "math/numeric.hpp"
+#include "kernels/numeric.hpp"
 
 namespace sinkgrad::math {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The forward conventions with an eps in every denominator, and TileKernels' softmax base, in
-// team form (math/team.hpp), run by the CPU for n <= 64 and the GPU for n <= 1024.
+// team form (kernels/team.hpp), run by the CPU for n <= 64 and the GPU for n <= 1024.
 //
 // The team normalises columns, then rows, and ends on rows; rows_first and tilekernels run on
 // the transposed matrices (their last step normalises the columns of M, the rows of M^T). On

@@ -5,13 +5,13 @@
 // forward/convention_team.hpp (n <= 1024) or the log-domain form of
 // forward/convention_forward.hpp, one thread per matrix (n > 1024).
 
-#include "backend/cuda/block_team.cuh"
-#include "backend/cuda/per_matrix_launch.cuh"
 #include "forward/convention_forward.hpp"
 #include "forward/forward_cuda.hpp"
 #include "forward/forward_cuda_teams.hpp"
 #include "forward/log_domain.hpp"
-#include "math/team.hpp"
+#include "kernels/cuda/block_team.cuh"
+#include "kernels/cuda/per_matrix_launch.cuh"
+#include "kernels/team.hpp"
 
 namespace sinkgrad::cuda {
 namespace {

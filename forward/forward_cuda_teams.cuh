@@ -1,13 +1,13 @@
 #pragma once
 // The definitions behind forward/forward_cuda_teams.hpp: the forward's team body over the
-// tiles of backend/cuda/launch.cuh. Included only by the forward_cuda_teams_*.cu units.
+// tiles of kernels/cuda/launch.cuh. Included only by the forward_cuda_teams_*.cu units.
 
 #include <type_traits>
 
-#include "backend/cuda/launch.cuh"
 #include "forward/convention_team.hpp"
 #include "forward/forward_cuda_teams.hpp"
 #include "forward/forward_team.hpp"
+#include "kernels/cuda/launch.cuh"
 
 namespace sinkgrad::cuda::forward_detail {
 

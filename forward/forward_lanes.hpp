@@ -1,5 +1,5 @@
 #pragma once
-// The seeds' forward on the CPU for W matrices at once, one per SIMD lane (math/lanes.hpp): the
+// The seeds' forward on the CPU for W matrices at once, one per SIMD lane (kernels/lanes.hpp): the
 // linear-domain steps of forward_team.hpp (linear_domain_forward) run by a CpuTeam whose Real is
 // Lanes<Real, W>, so each lane gets the bits the scalar team gets for its matrix. The set-up
 // (the exponentials, the spread test) and the violation are taken per matrix with the scalar
@@ -7,7 +7,7 @@
 // log domain, or NaN for non-finite logits).
 
 #include "forward/forward_team.hpp"
-#include "math/lanes.hpp"
+#include "kernels/lanes.hpp"
 
 namespace sinkgrad::math {
 

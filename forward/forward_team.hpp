@@ -1,5 +1,5 @@
 #pragma once
-// The Sinkhorn forward in team form (math/team.hpp), run by the CPU and the GPU.
+// The Sinkhorn forward in team form (kernels/team.hpp), run by the CPU and the GPU.
 //
 // Every iterate is X_t = diag(a_t) P diag(b_t) with P = exp(M - 1 m^T), m the column maxima
 // (the first step normalises columns, so R does not change when a column of M is shifted), so
@@ -15,7 +15,7 @@
 // magnitude but costs 2 n^2 exponentials per step.
 
 #include "forward/log_domain.hpp"
-#include "math/team.hpp"
+#include "kernels/team.hpp"
 
 namespace sinkgrad::math {
 

@@ -10,7 +10,7 @@
 // magnitude stay finite; R = exp(M + f_T + g_T) at the end.
 
 #include "core/host_device.hpp"
-#include "math/numeric.hpp"
+#include "kernels/numeric.hpp"
 
 namespace sinkgrad::math {
 

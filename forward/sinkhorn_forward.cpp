@@ -5,15 +5,15 @@
 #include <type_traits>
 #include <vector>
 
-#include "backend/cpu/team_loop.hpp"
 #include "forward/convention_forward.hpp"
 #include "forward/convention_team.hpp"
 #include "forward/forward_lanes.hpp"
 #include "forward/forward_team.hpp"
 #include "forward/log_domain.hpp"
+#include "kernels/cpu/team_loop.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
-#include "backend/cuda/device_memory.hpp"
 #include "forward/forward_cuda.hpp"
+#include "kernels/cuda/device_memory.hpp"
 #endif
 
 namespace sinkgrad {

@@ -64,7 +64,7 @@ if [[ $steps == *,te,* ]]; then  # TE's Triton kernels, timing only: .devdeps/ o
   else
     log=$logs/te_vs_sinkgrad.log
     python3 "$te/te_vs_sinkgrad_bench.py" --lib "$build/lib/libsinkgrad_c.so" \
-      --capi experiments/capi --te "$te/te_mhc" > "$log" 2>&1 || { failed=1; tail -n 5 "$log"; }
+      --capi capi --te "$te/te_mhc" > "$log" 2>&1 || { failed=1; tail -n 5 "$log"; }
     grep -E '^(device:|B=)' "$log"
     sed -n '/^copy ceiling .*minimum bytes/,$p' "$log"
   fi

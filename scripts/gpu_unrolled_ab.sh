@@ -28,7 +28,7 @@ for side in new base; do
   done
   "$nvcc" "${flags[@]}" -x cu -c "$ab" -DAB_MAIN -o "$work/$side/obj/main.o" &
   pids+=($!)
-  "$nvcc" "${flags[@]}" -I"$src" -c "$src/backend/cuda/staging_policy.cpp" \
+  "$nvcc" "${flags[@]}" -I"$src" -c "$src/kernels/cuda/staging_policy.cpp" \
     -o "$work/$side/obj/staging_policy.o" &
   pids+=($!)
 done

@@ -7,8 +7,8 @@
 #include <optional>
 #include <set>
 
-#include "experiments/io/hdf5.hpp"
 #include "experiments/study/definition_entries.hpp"
+#include "io/hdf5.hpp"
 
 namespace sinkgrad::study::definition_parsing {
 namespace {

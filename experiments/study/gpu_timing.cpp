@@ -6,8 +6,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "backend/cuda/device_memory.hpp"
 #include "core/error.hpp"
+#include "kernels/cuda/device_memory.hpp"
 
 namespace sinkgrad::study {
 namespace {

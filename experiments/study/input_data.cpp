@@ -4,7 +4,7 @@
 #include <numeric>
 #include <vector>
 
-#include "experiments/io/hdf5.hpp"
+#include "io/hdf5.hpp"
 
 namespace sinkgrad::study {
 namespace {

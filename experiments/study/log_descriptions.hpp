@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/io/hdf5.hpp"
+#include "io/hdf5.hpp"
 
 namespace sinkgrad::study {
 

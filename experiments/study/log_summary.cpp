@@ -8,8 +8,8 @@
 #include <tuple>
 
 #include "core/error.hpp"
-#include "experiments/io/hdf5.hpp"
 #include "experiments/study/study_log.hpp"
+#include "io/hdf5.hpp"
 
 namespace sinkgrad::study {
 namespace {

@@ -23,11 +23,11 @@
 
 #include "core/batch.hpp"
 #include "core/status.hpp"
-#include "experiments/io/hdf5.hpp"
 #include "experiments/study/definition_entries.hpp"
 #include "experiments/study/metrics.hpp"
 #include "experiments/study/references.hpp"
 #include "experiments/study/sweep.hpp"
+#include "io/hdf5.hpp"
 
 namespace sinkgrad::study {
 

@@ -10,8 +10,6 @@
 #include <omp.h>
 
 #include "core/solver_registry.hpp"
-#include "experiments/io/memory_budget.hpp"
-#include "experiments/io/output_policy.hpp"
 #include "experiments/study/host_info.hpp"
 #include "experiments/study/input_data.hpp"
 #include "experiments/study/measure.hpp"
@@ -19,6 +17,8 @@
 #include "experiments/study/reference_cache.hpp"
 #include "experiments/study/study_log.hpp"
 #include "experiments/study/sweep.hpp"
+#include "io/memory_budget.hpp"
+#include "io/output_policy.hpp"
 
 namespace sinkgrad::study {
 namespace {

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cstdio>
 
-#include "experiments/io/hdf5.hpp"
+#include "io/hdf5.hpp"
 
 namespace sinkgrad::study {
 

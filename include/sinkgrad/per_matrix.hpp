@@ -7,4 +7,4 @@
 #include "core/host_device.hpp"    // IWYU pragma: export
 #include "core/status.hpp"         // IWYU pragma: export
 #include "forward/log_domain.hpp"  // IWYU pragma: export
-#include "math/numeric.hpp"        // IWYU pragma: export
+#include "kernels/numeric.hpp"     // IWYU pragma: export

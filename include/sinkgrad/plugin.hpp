@@ -5,8 +5,8 @@
 // (OpenMP over the matrices, one workspace per thread, status and iterations stored), and the
 // per-matrix vocabulary of sinkgrad/per_matrix.hpp, usable on the host and the device.
 
-#include "backend/cpu/batch_loop.hpp"  // IWYU pragma: export
 #include "core/plugin_abi.hpp"         // IWYU pragma: export
 #include "core/solver_variants.hpp"    // IWYU pragma: export
+#include "kernels/cpu/batch_loop.hpp"  // IWYU pragma: export
 #include "sinkgrad/per_matrix.hpp"     // IWYU pragma: export
 #include "sinkgrad/sinkgrad.hpp"       // IWYU pragma: export

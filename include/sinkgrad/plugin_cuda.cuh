@@ -3,5 +3,5 @@
 // CUDA): cuda::launch_per_matrix runs a per-matrix function over a batch, one GPU thread per
 // matrix, with its workspace in shared memory, and stores status and iterations.
 
-#include "backend/cuda/per_matrix_launch.cuh"  // IWYU pragma: export
 #include "core/backward_problem.hpp"           // IWYU pragma: export
+#include "kernels/cuda/per_matrix_launch.cuh"  // IWYU pragma: export

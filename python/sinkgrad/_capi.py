@@ -1,4 +1,4 @@
-"""ctypes binding of libsinkgrad_c (experiments/capi/sinkgrad_c.h), found through
+"""ctypes binding of libsinkgrad_c (include/sinkgrad/sinkgrad_c.h), found through
 $SINKGRAD_C_LIB or the path the build or `cmake --install` wrote into _location.py.
 
 Pointers are integers (a tensor's data_ptr(), a stream's cuda_stream); dtype is the element

@@ -9,9 +9,9 @@
 
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
-#include "solvers/cg/cg_options.hpp"
 #include "solvers/cg_corrected/cg_corrected_driver.hpp"
-#include "solvers/implicit/projection_option.hpp"
+#include "solvers/common/cg_options.hpp"
+#include "solvers/common/projection_option.hpp"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 
 namespace sinkgrad {

@@ -1,11 +1,11 @@
 // CUDA batch driver of `cg_corrected`: the team-form algorithm of
 // solvers/cg_corrected/cg_corrected_math.hpp, one team of lanes per matrix
-// (solvers/implicit/exact_side.cuh), on R and G as stored or transposed in the tiles.
+// (solvers/common/exact_side.cuh), on R and G as stored or transposed in the tiles.
 
 #include "solvers/cg_corrected/cg_corrected_cuda.hpp"
 
 #include "solvers/cg_corrected/cg_corrected_math.hpp"
-#include "solvers/implicit/exact_side.cuh"
+#include "solvers/common/exact_side.cuh"
 
 namespace sinkgrad::cuda {
 namespace {

@@ -2,11 +2,11 @@
 // The batch driver of `cg_corrected` on either device, for the solvers built on it (auto):
 // every view in host memory on the cpu, in device memory on cuda (launched on the problem's
 // stream, returning without waiting). project: onto the forward's invariant subspace
-// (solvers/implicit/invariant_side.hpp); max_violation: as cg_corrected_matrix's.
+// (solvers/common/invariant_side.hpp); max_violation: as cg_corrected_matrix's.
 
 #include "core/backward_problem.hpp"
 #include "core/types.hpp"
-#include "solvers/cg/cg_math.hpp"
+#include "solvers/common/cg_math.hpp"
 
 namespace sinkgrad {
 

@@ -9,8 +9,8 @@
 // (rhs_rounding_floor) returns a gradient at rounding level; eliminating the other side would
 // leave that cancellation to the gradient's assembly, at CG's tolerance.
 
-#include "solvers/cg/cg_math.hpp"
-#include "solvers/implicit/implicit_operators.hpp"
+#include "solvers/common/cg_math.hpp"
+#include "solvers/common/implicit_operators.hpp"
 
 namespace sinkgrad::math {
 

@@ -1,14 +1,14 @@
 // `cg_corrected`: implicit gradient of the corrected system built from the actual marginals,
 // by CG (solvers/cg_corrected/cg_corrected_math.hpp).
 
-#include "backend/cpu/team_loop.hpp"
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
-#include "solvers/cg/cg_options.hpp"
+#include "kernels/cpu/team_loop.hpp"
 #include "solvers/cg_corrected/cg_corrected_driver.hpp"
 #include "solvers/cg_corrected/cg_corrected_math.hpp"
-#include "solvers/implicit/exact_side.hpp"
-#include "solvers/implicit/projection_option.hpp"
+#include "solvers/common/cg_options.hpp"
+#include "solvers/common/exact_side.hpp"
+#include "solvers/common/projection_option.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/cg_corrected/cg_corrected_cuda.hpp"
 #endif

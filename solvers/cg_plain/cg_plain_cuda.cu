@@ -1,11 +1,11 @@
 // CUDA batch driver of `cg_plain`: the team-form algorithm of solvers/cg_plain/cg_plain_math.hpp,
-// one team of lanes per matrix (backend/cuda/launch.cuh), on R and G as stored or, when the
+// one team of lanes per matrix (kernels/cuda/launch.cuh), on R and G as stored or, when the
 // forward's last step normalised columns, transposed in the tiles.
 
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
 
 #include "solvers/cg_plain/cg_plain_math.hpp"
-#include "solvers/implicit/exact_side.cuh"
+#include "solvers/common/exact_side.cuh"
 
 namespace sinkgrad::cuda {
 namespace {
@@ -32,7 +32,7 @@ void cg_plain(const BackwardProblem<Real>& problem, const BackwardResult<Real>& 
               math::PlainSystem system, math::CgSettings<Real> settings,
               math::GradientSide project) {
   // The plain system eliminates α with R 1 = 1: after a forward that left the columns exact it
-  // is solved for R^T and G^T, read transposed into the tiles (solvers/implicit/exact_side.hpp).
+  // is solved for R^T and G^T, read transposed into the tiles (solvers/common/exact_side.hpp).
   launch_teams_on_exact_rows(problem, result, [&](auto shape) {
     return CgPlainTeam<Real, decltype(shape)>{result, system, settings, project};
   });

@@ -5,8 +5,8 @@
 // then projected onto the forward's invariant subspace (implicit_operators.hpp), which the plain
 // gradient leaves when the forward has not converged.
 
-#include "solvers/cg/cg_math.hpp"
-#include "solvers/implicit/implicit_operators.hpp"
+#include "solvers/common/cg_math.hpp"
+#include "solvers/common/implicit_operators.hpp"
 
 namespace sinkgrad::math {
 

@@ -1,13 +1,13 @@
 // `cg_plain`: implicit gradient assuming r = c = 1, by CG on the n x n Schur complement or on
 // the 2n block system (solvers/cg_plain/cg_plain_math.hpp).
 
-#include "backend/cpu/team_loop.hpp"
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
-#include "solvers/cg/cg_options.hpp"
+#include "kernels/cpu/team_loop.hpp"
 #include "solvers/cg_plain/cg_plain_math.hpp"
-#include "solvers/implicit/exact_side.hpp"
-#include "solvers/implicit/projection_option.hpp"
+#include "solvers/common/cg_options.hpp"
+#include "solvers/common/exact_side.hpp"
+#include "solvers/common/projection_option.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
 #endif
@@ -33,7 +33,7 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
     const auto settings = cg_settings<Real>(options(), n, auto_iterations(n));
-    // The exact side (solvers/implicit/exact_side.hpp): R^T and G^T, read transposed in place,
+    // The exact side (solvers/common/exact_side.hpp): R^T and G^T, read transposed in place,
     // when the forward's last step normalised columns.
     const auto project = projection_side(options(), problem.forward,
                                          last_step_normalises_columns(problem.forward.convention));

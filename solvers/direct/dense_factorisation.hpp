@@ -20,7 +20,7 @@
 // Cost: Cholesky n^3/3, each of at most 11 solves n^2 for the estimate; Jacobi about
 // 6 sweeps of 4 n^3 (with eigenvectors) until the off-diagonal part is below eps ||A||_F.
 
-#include "math/numeric.hpp"
+#include "kernels/numeric.hpp"
 
 namespace sinkgrad::math {
 

@@ -1,10 +1,10 @@
 // CUDA batch driver of `direct` (solvers/direct/direct_math.hpp). The corrected system for
 // n <= 1024 runs in team form (solvers/direct/direct_team.hpp), one team per matrix
-// (backend/cuda/launch.cuh); the plain system (Jacobi eigendecomposition) and larger n run one
+// (kernels/cuda/launch.cuh); the plain system (Jacobi eigendecomposition) and larger n run one
 // matrix per thread, with S, its factor or eigenvectors in shared memory. Both launches are
 // compiled in units of their own (solvers/direct/direct_cuda_units.hpp).
 
-#include "backend/cuda/block_team.cuh"
+#include "kernels/cuda/block_team.cuh"
 #include "solvers/direct/direct_cuda.hpp"
 #include "solvers/direct/direct_cuda_units.hpp"
 

@@ -7,13 +7,13 @@
 // when the build has CUDA (SINKGRAD_WITH_CUDA).
 
 #include "core/backward_problem.hpp"
-#include "solvers/implicit/implicit_math.hpp"
+#include "solvers/common/implicit_math.hpp"
 
 namespace sinkgrad::cuda {
 
 // The corrected system for n <= 1024 in team form (solvers/direct/direct_team.hpp), the plain
 // system and larger n one thread per matrix (direct_math.hpp); `project`: the side to project
-// the gradient on (solvers/implicit/invariant_side.hpp).
+// the gradient on (solvers/common/invariant_side.hpp).
 template <class Real>
 void direct(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
             math::SchurSystem system, math::GradientSide project = math::GradientSide::none);

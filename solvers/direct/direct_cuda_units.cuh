@@ -2,8 +2,8 @@
 // The definitions behind solvers/direct/direct_cuda_units.hpp. Included only by the
 // direct_cuda_{teams,per_matrix}_*.cu units.
 
-#include "backend/cuda/launch.cuh"
-#include "backend/cuda/per_matrix_launch.cuh"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/per_matrix_launch.cuh"
 #include "solvers/direct/direct_cuda_units.hpp"
 #include "solvers/direct/direct_math.hpp"
 #include "solvers/direct/direct_team.hpp"

@@ -5,7 +5,7 @@
 // Compiled only when the build has CUDA (SINKGRAD_WITH_CUDA).
 
 #include "core/backward_problem.hpp"
-#include "solvers/implicit/implicit_math.hpp"  // SchurSystem
+#include "solvers/common/implicit_math.hpp"  // SchurSystem
 
 namespace sinkgrad::cuda::direct_detail {
 

@@ -8,10 +8,10 @@
 //              eigenvalue near the cut that changes the gradient is ill_conditioned
 //              (plain_cut.hpp).
 
+#include "solvers/common/implicit_math.hpp"
 #include "solvers/direct/dense_factorisation.hpp"
 #include "solvers/direct/plain_cut.hpp"
 #include "solvers/direct/schur_matrix.hpp"
-#include "solvers/implicit/implicit_math.hpp"
 
 namespace sinkgrad::math {
 

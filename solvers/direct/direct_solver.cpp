@@ -13,19 +13,19 @@
 //              the cut that rounding decides whether it is kept, when that changes the
 //              gradient, as ill_conditioned (plain_cut.hpp; the same test on the GPU).
 // With project=true (the default) the gradient is then projected onto the forward's invariant
-// subspace (solvers/implicit/invariant_side.hpp).
+// subspace (solvers/common/invariant_side.hpp).
 
-#include "backend/cpu/batch_loop.hpp"
-#include "backend/cpu/team_loop.hpp"
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
+#include "kernels/cpu/batch_loop.hpp"
+#include "kernels/cpu/team_loop.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/direct/direct_cuda.hpp"
 #endif
+#include "solvers/common/exact_side.hpp"
+#include "solvers/common/projection_option.hpp"
 #include "solvers/direct/direct_team.hpp"
 #include "solvers/direct/eigen_direct.hpp"
-#include "solvers/implicit/exact_side.hpp"
-#include "solvers/implicit/projection_option.hpp"
 
 namespace sinkgrad {
 namespace {

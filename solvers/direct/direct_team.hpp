@@ -1,5 +1,5 @@
 #pragma once
-// The corrected `direct` solve in team form (math/team.hpp): the function of direct_matrix's
+// The corrected `direct` solve in team form (kernels/team.hpp): the function of direct_matrix's
 // corrected branch (direct_math.hpp), with the lanes of a team sharing the work.
 //
 //   S + 11^T/n   lane a forms row a in its private rows (schur_matrix's operations),
@@ -16,8 +16,8 @@
 // counters (registers on the GPU for K = 1); every decision is taken from broadcast or shared
 // values, so the lanes of a team never diverge around a collective call.
 
-#include "math/team_fail.hpp"
-#include "solvers/implicit/implicit_operators.hpp"
+#include "kernels/team_fail.hpp"
+#include "solvers/common/implicit_operators.hpp"
 
 namespace sinkgrad::math {
 

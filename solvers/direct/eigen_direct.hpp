@@ -7,9 +7,9 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Eigenvalues>
 
+#include "solvers/common/implicit_math.hpp"
 #include "solvers/direct/plain_cut.hpp"
 #include "solvers/direct/schur_matrix.hpp"
-#include "solvers/implicit/implicit_math.hpp"
 
 namespace sinkgrad::math {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Dense Schur-complement matrices for the direct solver, host and device.
 
-#include "solvers/implicit/implicit_math.hpp"
+#include "solvers/common/implicit_math.hpp"
 
 namespace sinkgrad::math {
 

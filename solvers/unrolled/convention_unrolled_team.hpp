@@ -176,7 +176,7 @@ SINKGRAD_HD MatrixOutcome softmax_back(const Team& team, const Matrices& mats, c
                                        int T) {
   const int n = team.n();
   // dot_j = sum_s x_sj: each lane sums the columns it owns in the canonical order
-  // (math/team.hpp) and shares them; n team sums cost a GPU team n butterflies of shuffles.
+  // (kernels/team.hpp) and shares them; n team sums cost a GPU team n butterflies of shuffles.
   typename Team::Vec column_sum;
   team.sync();
   team.each([&](Slot s) {

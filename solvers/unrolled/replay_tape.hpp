@@ -4,7 +4,7 @@
 // checkpointed when it does not fit (its size: unrolled_workspace,
 // solvers/unrolled/unrolled_math.hpp), and the loop that runs the forward, then its steps back.
 
-#include "math/team.hpp"
+#include "kernels/team.hpp"
 
 namespace sinkgrad::math {
 

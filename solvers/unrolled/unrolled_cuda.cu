@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "backend/cuda/block_team.cuh"
-#include "backend/cuda/per_matrix_launch.cuh"
+#include "kernels/cuda/block_team.cuh"
+#include "kernels/cuda/per_matrix_launch.cuh"
 #include "solvers/unrolled/convention_unrolled.hpp"
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #include "solvers/unrolled/unrolled_cuda_teams.hpp"

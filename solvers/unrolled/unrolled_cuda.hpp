@@ -5,8 +5,8 @@
 // kernel runs surface at the next checked synchronising call (cuda::synchronize). Compiled only
 // when the build has CUDA (SINKGRAD_WITH_CUDA).
 
-#include "backend/cuda/matrix_subset.hpp"
 #include "core/backward_problem.hpp"
+#include "kernels/cuda/matrix_subset.hpp"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 
 namespace sinkgrad::cuda {

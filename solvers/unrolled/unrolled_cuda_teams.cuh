@@ -1,10 +1,10 @@
 #pragma once
 // The definitions behind solvers/unrolled/unrolled_cuda_teams.hpp: the replay's team bodies over
-// the tiles of backend/cuda/launch.cuh. Included only by the unrolled_cuda_teams_*.cu units.
+// the tiles of kernels/cuda/launch.cuh. Included only by the unrolled_cuda_teams_*.cu units.
 
 #include <algorithm>
 
-#include "backend/cuda/launch.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "solvers/unrolled/convention_unrolled_team.hpp"
 #include "solvers/unrolled/unrolled_cuda_teams.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"

@@ -4,8 +4,8 @@
 // parallel (each instantiates every team shape in both orientations). Compiled only when the
 // build has CUDA (SINKGRAD_WITH_CUDA).
 
-#include "backend/cuda/matrix_subset.hpp"
 #include "core/backward_problem.hpp"
+#include "kernels/cuda/matrix_subset.hpp"
 
 namespace sinkgrad::cuda::unrolled_detail {
 

@@ -4,7 +4,7 @@
 // own (so that auto and on_failure="unrolled" cost a whole unrolled solve only where every
 // matrix needs one). On the cpu: host memory. On cuda: device memory, launched on the problem's
 // stream, returning without waiting for the GPU: its kernels find the matrices on the device
-// (backend/cuda/matrix_subset.hpp), so nobody waits to count them.
+// (kernels/cuda/matrix_subset.hpp), so nobody waits to count them.
 
 #include "core/backward_problem.hpp"
 #include "core/types.hpp"

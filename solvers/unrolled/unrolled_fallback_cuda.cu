@@ -1,5 +1,5 @@
 // The exact fallback on CUDA (solvers/unrolled/unrolled_fallback.hpp): unrolled's kernels run on
-// the subset of the batch that the statuses select (backend/cuda/matrix_subset.hpp), finding
+// the subset of the batch that the statuses select (kernels/cuda/matrix_subset.hpp), finding
 // those matrices themselves, and with FallbackStatus::mark store the ones they solve as
 // fallback. One launch, no host synchronisation.
 

@@ -1,5 +1,5 @@
 #pragma once
-// `unrolled` on the CPU for W matrices at once, one per SIMD lane (math/lanes.hpp): the
+// `unrolled` on the CPU for W matrices at once, one per SIMD lane (kernels/lanes.hpp): the
 // linear-domain replay of unrolled_team.hpp (LinearReplay, replay_in_reverse), run by a CpuTeam
 // whose Real is Lanes<Real, W>, so each lane gets the bits the scalar team gets for its matrix.
 // unrolled_team's decisions are taken per matrix with the scalar team (a finite G, the linear
@@ -7,7 +7,7 @@
 // solves it with unrolled_team (its log-domain replay, or its failure status).
 
 #include "forward/forward_lanes.hpp"
-#include "math/lanes.hpp"
+#include "kernels/lanes.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 
 namespace sinkgrad::math {

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "backend/cpu/batch_loop.hpp"
-#include "backend/cpu/team_loop.hpp"
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
+#include "kernels/cpu/batch_loop.hpp"
+#include "kernels/cpu/team_loop.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #endif

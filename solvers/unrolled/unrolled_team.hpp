@@ -1,5 +1,5 @@
 #pragma once
-// `unrolled` in team form (math/team.hpp): the exact derivative of the T-step forward of
+// `unrolled` in team form (kernels/team.hpp): the exact derivative of the T-step forward of
 // forward/forward_team.hpp, run by the CPU and the GPU (n <= 1024).
 //
 // Linear domain (the forward's own: X_t = diag(a_t) P diag(b_t), P = exp(M - column maxima)).
@@ -23,7 +23,7 @@
 // L steps and one recomputed segment of L steps at a time (unrolled_workspace).
 
 #include "forward/forward_team.hpp"
-#include "math/team_fail.hpp"
+#include "kernels/team_fail.hpp"
 #include "solvers/unrolled/replay_tape.hpp"
 #include "solvers/unrolled/unrolled_math.hpp"
 

@@ -8,12 +8,14 @@ cd "$root"
 rank() {
   case "$1" in
     core/*) echo 0 ;;
-    math/*) echo 1 ;;
-    backend/*) echo 2 ;;
-    forward/*) echo 3 ;;
-    solvers/*) echo 4 ;;
-    include/*|sinkgrad/*) echo 5 ;;
+    kernels/*) echo 1 ;;
+    forward/*) echo 2 ;;
+    solvers/*) echo 3 ;;
+    include/*|sinkgrad/*) echo 4 ;;
+    capi/*) echo 5 ;;
+    io/*) echo 5 ;;
     experiments/*) echo 6 ;;
+    cli/*) echo 7 ;;
     *) echo -1 ;;
   esac
 }
@@ -29,7 +31,7 @@ while IFS= read -r file; do
       bad=$((bad + 1))
     fi
   done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file")
-done < <(find core math backend forward solvers include experiments -type f \
+done < <(find core kernels forward solvers include capi io experiments cli -type f \
            \( -name '*.hpp' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' -o -name '*.h' \
               -o -name '*.in' \) | sort)
 echo "$checked includes checked, $bad pointing up"

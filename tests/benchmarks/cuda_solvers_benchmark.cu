@@ -36,14 +36,14 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/check.hpp"
-#include "backend/cuda/device_memory.hpp"
 #include "core/solver_registry.hpp"
 #include "forward/forward_cuda.hpp"
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/device_memory.hpp"
 #include "solvers/cg_corrected/cg_corrected_cuda.hpp"
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
+#include "solvers/common/invariant_side.hpp"
 #include "solvers/direct/direct_cuda.hpp"
-#include "solvers/implicit/invariant_side.hpp"
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 
@@ -192,7 +192,7 @@ const char* kernel_name(Kernel k) {
   return "?";
 }
 
-// The solvers' auto CG settings (solvers/cg/cg_options.hpp): tolerance 1e-5 / 1e-12, 2n or 4n
+// The solvers' auto CG settings (solvers/common/cg_options.hpp): tolerance 1e-5 / 1e-12, 2n or 4n
 // iterations, the floor at 2n unit roundoffs of b's terms.
 template <class Real>
 math::CgSettings<Real> auto_settings(int iterations, int n) {
@@ -201,7 +201,7 @@ math::CgSettings<Real> auto_settings(int iterations, int n) {
 
 // The side the implicit solvers project on by default (project=true), in the coordinates of
 // the solvers that eliminate the exact side (cg_plain, cg_corrected, direct plain): transposed
-// after a forward that left the columns exact (solvers/implicit/invariant_side.hpp).
+// after a forward that left the columns exact (solvers/common/invariant_side.hpp).
 template <class Real>
 math::GradientSide default_side(const BackwardProblem<Real>& p) {
   const math::GradientSide side = invariant_side(p.forward);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/batch.hpp"
-#include "experiments/io/hdf5.hpp"
+#include "io/hdf5.hpp"
 
 namespace sinkgrad::testing {
 

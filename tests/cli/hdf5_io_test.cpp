@@ -1,4 +1,4 @@
-// The HDF5 layer (experiments/io): round trips of batches, vectors, N-D datasets, extendable
+// The HDF5 layer (io): round trips of batches, vectors, N-D datasets, extendable
 // datasets, groups and attributes; conversions; and the messages of every failure.
 
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "experiments/io/hdf5.hpp"
+#include "io/hdf5.hpp"
 #include "tests/cli/cli_test_support.hpp"
 #include "tests/support/random_inputs.hpp"
 

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "backend/cuda/device_memory.hpp"
 #include "forward/sinkhorn_forward.hpp"
+#include "kernels/cuda/device_memory.hpp"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 #include "tests/cuda/parity_support.hpp"
 #include "tests/support/solve_helpers.hpp"

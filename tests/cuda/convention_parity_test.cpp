@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/device_memory.hpp"
 #include "forward/sinkhorn_forward.hpp"
+#include "kernels/cuda/device_memory.hpp"
 #include "tests/cuda/gpu_required.hpp"
 #include "tests/support/convention_reference.hpp"
 #include "tests/support/random_inputs.hpp"
@@ -116,7 +116,7 @@ TEST(ConventionParity, EveryConventionOnCudaMatchesTheCpu) {
       }
 }
 
-// Above n = 64 one block per matrix (backend/cuda/block_team.cuh); on the CPU the forward runs
+// Above n = 64 one block per matrix (kernels/cuda/block_team.cuh); on the CPU the forward runs
 // the log-domain form of forward/convention_forward.hpp there.
 TEST(ConventionParity, BlockTeamMatchesTheCpu) {
   SINKGRAD_REQUIRE_GPU();

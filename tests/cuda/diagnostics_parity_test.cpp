@@ -12,8 +12,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "backend/cuda/device_memory.hpp"
 #include "core/solver_registry.hpp"
+#include "kernels/cuda/device_memory.hpp"
 #include "tests/cuda/gpu_required.hpp"
 #include "tests/support/random_inputs.hpp"
 

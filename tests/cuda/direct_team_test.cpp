@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "math/team.hpp"
+#include "kernels/team.hpp"
 #include "solvers/direct/direct_math.hpp"
 #include "solvers/direct/direct_team.hpp"
 #include "solvers/direct/eigen_direct.hpp"

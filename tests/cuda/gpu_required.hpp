@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #if defined(SINKGRAD_WITH_CUDA)
-#include "backend/cuda/device_memory.hpp"
+#include "kernels/cuda/device_memory.hpp"
 #endif
 
 namespace sinkgrad::testing {

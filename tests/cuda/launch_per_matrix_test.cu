@@ -1,12 +1,12 @@
-// backend/cuda/per_matrix_launch.cuh as a plugin solver would use it: a functor and an extended
+// kernels/cuda/per_matrix_launch.cuh as a plugin solver would use it: a functor and an extended
 // device lambda, a workspace small and one too large for the default 48 KB of shared memory,
 // history rows, and a batch that needs several grid strides. Skipped without a GPU.
 
 #include <numeric>
 #include <vector>
 
-#include "backend/cuda/device_memory.hpp"
-#include "backend/cuda/per_matrix_launch.cuh"
+#include "kernels/cuda/device_memory.hpp"
+#include "kernels/cuda/per_matrix_launch.cuh"
 #include "tests/cuda/gpu_required.hpp"
 
 namespace sinkgrad::testing {

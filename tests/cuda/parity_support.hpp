@@ -24,7 +24,7 @@
 #include "tests/cuda/gpu_required.hpp"
 #include "tests/support/random_inputs.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
-#include "backend/cuda/device_memory.hpp"
+#include "kernels/cuda/device_memory.hpp"
 #endif
 
 namespace sinkgrad::testing {

@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "backend/cuda/check.hpp"
-#include "backend/cuda/device_memory.hpp"
 #include "core/host_device.hpp"
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/device_memory.hpp"
 #include "tests/cuda/gpu_required.hpp"
 
 namespace sinkgrad::testing {

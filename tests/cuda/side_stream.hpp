@@ -5,7 +5,7 @@
 
 #include <cuda_runtime.h>
 
-#include "backend/cuda/check.hpp"
+#include "kernels/cuda/check.hpp"
 
 namespace sinkgrad::testing {
 

@@ -57,7 +57,7 @@ TEST_P(SolverParity, CudaMatchesCpu) {
 }
 
 // G times 2^k far from 1 (float32 2^+-100, float64 2^+-600), where CG rescales its right-hand
-// side (solvers/cg/cg_math.hpp): CUDA gives the CPU's bits, statuses, iterations and history,
+// side (solvers/common/cg_math.hpp): CUDA gives the CPU's bits, statuses, iterations and history,
 // warp and block teams alike.
 template <class Real>
 void expect_scaled_cg_parity() {
@@ -112,7 +112,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Precision::float32, Precision::float64)),
     case_name);
 
-// Above n = 64 one block per matrix (backend/cuda/block_team.cuh): 65 leaves 31 lanes of its
+// Above n = 64 one block per matrix (kernels/cuda/block_team.cuh): 65 leaves 31 lanes of its
 // last warp idle. (direct's plain system runs one thread per matrix at every n; at n = 100 in
 // float64 its workspace still fits a block's shared memory.)
 INSTANTIATE_TEST_SUITE_P(BlockTeam, SolverParity,

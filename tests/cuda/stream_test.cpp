@@ -5,8 +5,8 @@
 
 #include <cstring>
 
-#include "backend/cuda/check.hpp"
 #include "forward/sinkhorn_forward.hpp"
+#include "kernels/cuda/check.hpp"
 #include "tests/cuda/parity_support.hpp"
 #include "tests/cuda/side_stream.hpp"
 

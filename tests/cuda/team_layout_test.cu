@@ -1,4 +1,4 @@
-// The shared-memory layout of the warp teams (backend/cuda/team.cuh, tiles.cuh), on the host:
+// The shared-memory layout of the warp teams (kernels/cuda/team.cuh, tiles.cuh), on the host:
 // no two teams' exchange buffers overlap, and the teams of one warp reach their exchange
 // buffers and their storage without bank conflicts. The banks are modelled here from the
 // addresses alone: 32 banks of 4 bytes; a warp's access of 4-byte Reals is one wavefront of 32
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/tiles.cuh"
+#include "kernels/cuda/tiles.cuh"
 
 namespace sinkgrad::testing {
 namespace {

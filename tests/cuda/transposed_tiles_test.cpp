@@ -1,4 +1,4 @@
-// The team kernels on transposed tiles (backend/cuda/launch.cuh, TileOrientation). rows_first
+// The team kernels on transposed tiles (kernels/cuda/launch.cuh, TileOrientation). rows_first
 // without eps runs the default forward and unrolled replay of M^T, transposed back; the plain
 // systems after a forward that left R's columns exact solve the problem of R^T and G^T (the
 // team kernels reading R and G transposed, `direct`'s per-matrix kernel on stream-ordered
@@ -12,8 +12,8 @@
 
 #include <cstring>
 
-#include "backend/cuda/check.hpp"
 #include "forward/sinkhorn_forward.hpp"
+#include "kernels/cuda/check.hpp"
 #include "tests/cuda/parity_support.hpp"
 #include "tests/cuda/side_stream.hpp"
 

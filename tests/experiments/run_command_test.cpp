@@ -6,8 +6,8 @@
 
 #include <filesystem>
 
-#include "experiments/io/hdf5.hpp"
 #include "experiments/study/study_runner.hpp"
+#include "io/hdf5.hpp"
 #include "tests/cli/cli_test_support.hpp"
 
 namespace sinkgrad::study {

@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "experiments/io/hdf5.hpp"
+#include "io/hdf5.hpp"
 #include "tests/cli/cli_test_support.hpp"
 
 namespace sinkgrad::study {

@@ -12,11 +12,11 @@
 #include <sstream>
 
 #include "core/solver_registry.hpp"
-#include "experiments/io/hdf5.hpp"
 #include "experiments/study/definition.hpp"
 #include "experiments/study/study_log.hpp"
 #include "experiments/study/study_runner.hpp"
 #include "experiments/study/sweep.hpp"
+#include "io/hdf5.hpp"
 #include "tests/cli/cli_test_support.hpp"
 
 namespace sinkgrad::study {

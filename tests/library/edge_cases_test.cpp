@@ -141,7 +141,7 @@ TYPED_TEST(EdgeCases, UnitScaleBringsEveryExponentToOneTwo) {
 // after the default forward and the eps conventions (tilekernels, rows_first with eps).
 // k is taken where G ⊙ G leaves the finite range (float32 2^±100, about 1e±30; float64 2^±600),
 // which made CG's r^T r infinite or 0 and CG stop at once with "ok" and a wrong gradient
-// (solvers/cg/cg_math.hpp now rescales b there). At 2^-k a solver without that rescaling
+// (solvers/common/cg_math.hpp now rescales b there). At 2^-k a solver without that rescaling
 // (unrolled, direct) may meet subnormal intermediates, G's small entries times R's, whose
 // rounding is absolute: there an entry may differ by up to the least normal number (unrolled,
 // float32, n = 16, T = 500: -8.14118000e-34 against -8.14117908e-34).

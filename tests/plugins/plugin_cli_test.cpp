@@ -9,7 +9,7 @@
 #include <string>
 
 #if defined(SINKGRAD_WITH_CUDA)
-#include "backend/cuda/device_memory.hpp"
+#include "kernels/cuda/device_memory.hpp"
 #endif
 
 #include "core/plugin_loader.hpp"

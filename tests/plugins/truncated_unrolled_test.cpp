@@ -17,7 +17,7 @@
 #include <vector>
 
 #if defined(SINKGRAD_WITH_CUDA)
-#include "backend/cuda/device_memory.hpp"
+#include "kernels/cuda/device_memory.hpp"
 #endif
 
 #include "core/plugin_loader.hpp"

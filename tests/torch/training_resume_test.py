@@ -1,4 +1,4 @@
-"""experiments/training_study.py interrupted and resumed, as a user does it: a tiny sweep is
+"""training/training_study.py interrupted and resumed, as a user does it: a tiny sweep is
 killed (SIGKILL) after two runs, resumed and stopped by SIGINT after its first new run (it
 finishes that run and exits 130), then resumed to the end, then extended by another T list.
 Every run must be in the log once, and a run written before an interruption must not have been

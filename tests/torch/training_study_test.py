@@ -1,7 +1,7 @@
-"""experiments/training_study.py --smoke as a user runs it, its log checked: one complete run
+"""training/training_study.py --smoke as a user runs it, its log checked: one complete run
 per backward and T, finite losses, the unrolled backward's agreement with itself exactly 1 and
 0, status counts for every step that add up to the step's matrices, every dataset and
-attribute described; then experiments/plot_training.py draws every figure from it, and a few
+attribute described; then training/plot_training.py draws every figure from it, and a few
 runs of the other forward conventions are checked.
 
     training_study_test.py STUDY_SCRIPT PLOT_SCRIPT WORK_DIR

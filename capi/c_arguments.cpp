@@ -1,0 +1,95 @@
+#include "capi/c_arguments.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/solver_options.hpp"
+#include "core/solver_registry.hpp"
+#include "sinkgrad/sinkgrad_c.h"
+
+namespace sinkgrad::capi {
+
+std::string& last_error() {
+  thread_local std::string message;
+  return message;
+}
+
+void set_last_error(const char* function, const char* message) noexcept {
+  try {
+    last_error() = std::string(function) + ": " + message;
+  } catch (...) {  // no memory even for the message: an empty one rather than a throw
+    last_error().clear();
+  }
+}
+
+Device device_of(int device) {
+  if (device == SINKGRAD_C_CPU) return Device::cpu;
+  if (device == SINKGRAD_C_CUDA) return Device::cuda;
+  throw Error("device must be 0 (cpu) or 1 (cuda), got " + std::to_string(device));
+}
+
+void check_dtype(int dtype) {
+  if (dtype != SINKGRAD_C_FLOAT32 && dtype != SINKGRAD_C_FLOAT64)
+    throw Error("dtype must be 4 (float32) or 8 (float64), got " + std::to_string(dtype));
+}
+
+void check_shape(std::int64_t batch, int n, int T) {
+  if (batch < 0) throw Error("batch must be >= 0, got " + std::to_string(batch));
+  if (n < 1) throw Error("n must be >= 1, got " + std::to_string(n));
+  if (T < 1) throw Error("T must be >= 1, got " + std::to_string(T));
+}
+
+void require(const void* pointer, const char* name, std::int64_t batch) {
+  if (pointer == nullptr && batch > 0) throw Error(std::string(name) + " is NULL");
+}
+
+std::map<std::string, std::string> parse_options(const char* text) {
+  const auto trim = [](const std::string& s) {
+    const auto first = s.find_first_not_of(" \t");
+    if (first == std::string::npos) return std::string();
+    return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+  };
+  std::map<std::string, std::string> options;
+  const std::string all = text == nullptr ? "" : text;
+  if (trim(all).empty()) return options;
+  for (std::size_t start = 0; start <= all.size();) {
+    const std::size_t end = std::min(all.find(',', start), all.size());
+    const auto [key, value] = parse_key_value(trim(all.substr(start, end - start)));
+    if (!options.emplace(trim(key), trim(value)).second)
+      throw Error("option " + trim(key) + " is given more than once in '" + all + "'");
+    start = end + 1;
+  }
+  return options;
+}
+
+const BackwardSolver* cached_solver(const std::string& name,
+                                    const std::map<std::string, std::string>& options) {
+  using Key = std::pair<std::string, std::map<std::string, std::string>>;
+  static auto* cache = new std::map<Key, std::unique_ptr<BackwardSolver>>;
+  static std::mutex mutex;
+  const std::lock_guard lock(mutex);
+  Key key{name, options};
+  auto it = cache->find(key);
+  if (it == cache->end())
+    it = cache->emplace(std::move(key), SolverRegistry::global().create(name, options)).first;
+  return it->second.get();
+}
+
+void check_solve_arguments(std::int64_t batch, int n, int T, const void* R, const void* G,
+                           const void* grad, const void* status, const void* iterations) {
+  check_shape(batch, n, T);
+  require(R, "R", batch);
+  require(G, "G", batch);
+  require(grad, "grad", batch);
+  require(status, "status", batch);
+  require(iterations, "iterations", batch);
+}
+
+ForwardSpec spec_of(const char* convention, double eps) {
+  return make_forward_spec(convention == nullptr ? "columns_first" : convention, eps);
+}
+
+}  // namespace sinkgrad::capi

@@ -1,0 +1,80 @@
+// The exact fallback's C functions (include/sinkgrad/sinkgrad_c.h): sinkgrad_replace_failures
+// and its stream-ordered form, over replace_by_unrolled in its keep mode.
+
+#include "capi/c_arguments.hpp"
+#include "core/device_runtime.hpp"
+#include "core/error.hpp"
+#include "sinkgrad/sinkgrad_c.h"
+#include "solvers/unrolled/unrolled_fallback.hpp"
+
+namespace {
+
+using namespace sinkgrad;
+using namespace sinkgrad::capi;
+
+template <class Real>
+BatchView<const Real> view(const void* data, std::int64_t batch, int n, MemorySpace space) {
+  return {static_cast<const Real*>(data), batch, n, space};
+}
+
+template <class Real>
+void replace_failures(Device device, std::int64_t batch, int n, int T, const void* logits,
+                      const void* G, void* grad, const std::int32_t* status,
+                      const ForwardSpec& spec, void* stream, bool wait) {
+  const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
+  const BackwardProblem<Real> problem{view<Real>(logits, batch, n, space),
+                                      {nullptr, batch, n, space},
+                                      view<Real>(G, batch, n, space),
+                                      T,
+                                      spec,
+                                      stream};
+  // The keep mode reads the statuses and writes neither them nor the iterations.
+  const BackwardResult<Real> result{
+      {static_cast<Real*>(grad), batch, n, space},
+      reinterpret_cast<SolveStatus*>(const_cast<std::int32_t*>(status)),
+      nullptr};
+  if (device == Device::cuda) device::require_cuda();
+  replace_by_unrolled(problem, result, device, FallbackStatus::keep);
+  if (device == Device::cuda && wait) device::synchronize("the exact fallback on cuda");
+}
+
+int replace_failures_checked(const char* function, Device device, int dtype, std::int64_t batch,
+                             int n, int T, const char* convention, double eps, const void* logits,
+                             const void* G, void* grad, const std::int32_t* status, void* stream,
+                             bool wait) {
+  return guarded(function, [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
+    check_dtype(dtype);
+    check_shape(batch, n, T);
+    require(logits, "logits", batch);
+    require(G, "G", batch);
+    require(grad, "grad", batch);
+    require(status, "status", batch);
+    if (dtype == SINKGRAD_C_FLOAT32)
+      replace_failures<float>(device, batch, n, T, logits, G, grad, status, spec, stream, wait);
+    else
+      replace_failures<double>(device, batch, n, T, logits, G, grad, status, spec, stream, wait);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+int sinkgrad_replace_failures(int device, int dtype, int64_t batch, int n, int T,
+                              const char* convention, double eps, const void* logits, const void* G,
+                              void* grad, const int32_t* status) {
+  Device on = Device::cpu;
+  if (guarded("sinkgrad_replace_failures", [&] { on = device_of(device); }) != 0) return 1;
+  return replace_failures_checked("sinkgrad_replace_failures", on, dtype, batch, n, T, convention,
+                                  eps, logits, G, grad, status, nullptr, true);
+}
+
+int sinkgrad_replace_failures_async(int dtype, int64_t batch, int n, int T, const char* convention,
+                                    double eps, const void* logits, const void* G, void* grad,
+                                    const int32_t* status, void* stream) {
+  return replace_failures_checked("sinkgrad_replace_failures_async", Device::cuda, dtype, batch, n,
+                                  T, convention, eps, logits, G, grad, status, stream, false);
+}
+
+}  // extern "C"

@@ -1,0 +1,240 @@
+// The C ABI of include/sinkgrad/sinkgrad_c.h: argument checks, views of the caller's memory,
+// and every exception turned into a return code and a message.
+
+#include "sinkgrad/sinkgrad_c.h"
+
+#include <new>
+#include <string>
+#include <type_traits>
+
+#include "capi/c_arguments.hpp"
+#include "core/error.hpp"
+#include "core/plugin_loader.hpp"
+#include "core/solver_registry.hpp"
+#include "forward/sinkhorn_forward.hpp"
+
+namespace {
+
+using namespace sinkgrad;
+using namespace sinkgrad::capi;
+
+// status is handed to the solver as SolveStatus*: the caller's int32 storage must match it.
+static_assert(std::is_same_v<std::underlying_type_t<SolveStatus>, std::int32_t>);
+static_assert(sizeof(SolveStatus) == sizeof(std::int32_t));
+
+template <class Real>
+BatchView<Real> view(void* data, std::int64_t batch, int n, MemorySpace space) {
+  return {static_cast<Real*>(data), batch, n, space};
+}
+
+template <class Real>
+BatchView<const Real> view(const void* data, std::int64_t batch, int n, MemorySpace space) {
+  return {static_cast<const Real*>(data), batch, n, space};
+}
+
+template <class Real>
+void forward_async(std::int64_t batch, int n, int T, const void* logits, void* R, void* stream,
+                   const ForwardSpec& spec = {}) {
+  sinkhorn_forward_async<Real>(view<Real>(logits, batch, n, MemorySpace::device), T,
+                               view<Real>(R, batch, n, MemorySpace::device), stream, spec);
+}
+
+template <class Real>
+void forward(Device device, std::int64_t batch, int n, int T, const void* logits, void* R,
+             const ForwardSpec& spec) {
+  const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
+  sinkhorn_forward<Real>(view<Real>(logits, batch, n, space), T, view<Real>(R, batch, n, space),
+                         nullptr, device, spec);
+}
+
+// wait: BackwardSolver::solve on `device` (waits for the GPU); otherwise solve_async, device
+// memory on cuda, launched on `stream` without waiting.
+// The diagnostics' four arrays as the C functions take them (any may be null).
+struct CDiagnostics {
+  void* row_violation = nullptr;
+  void* column_violation = nullptr;
+  void* relative_residual = nullptr;
+  std::int32_t* zero_entries = nullptr;
+};
+
+template <class Real>
+void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int n, int T,
+           const void* logits, const void* R, const void* G, void* grad, std::int32_t* status,
+           std::int32_t* iterations, const ForwardSpec& spec, void* stream = nullptr,
+           bool wait = true, const CDiagnostics& diagnostics = {}) {
+  const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
+  // Without logits the view stays empty (B = 0, null), which the solver reads as "not given".
+  const BatchView<const Real> M =
+      logits != nullptr ? view<Real>(logits, batch, n, space) : BatchView<const Real>{};
+  const BackwardProblem<Real> problem{
+      M, view<Real>(R, batch, n, space), view<Real>(G, batch, n, space), T, spec, stream};
+  BackwardResult<Real> result{view<Real>(grad, batch, n, space),
+                              reinterpret_cast<SolveStatus*>(status), iterations};
+  result.diagnostics = {static_cast<Real*>(diagnostics.row_violation),
+                        static_cast<Real*>(diagnostics.column_violation),
+                        static_cast<Real*>(diagnostics.relative_residual),
+                        diagnostics.zero_entries};
+  if (wait)
+    solver.solve(problem, result, device);
+  else
+    solver.solve_async(problem, result);
+}
+
+// Every solve entry point: its checks in order, then the solve in the precision dtype names.
+// stream_ordered: solve_async on cuda (device is not read), else a waiting solve on `device`.
+int checked_solve(const char* function, const char* solver, const char* options, int device,
+                  bool stream_ordered, int dtype, std::int64_t batch, int n, int T,
+                  const char* convention, double eps, const void* logits, const void* R,
+                  const void* G, void* grad, std::int32_t* status, std::int32_t* iterations,
+                  const CDiagnostics& diagnostics, void* stream) {
+  return guarded(function, [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
+    if (solver == nullptr) throw Error("solver is NULL");
+    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
+    const Device on = stream_ordered ? Device::cuda : device_of(device);
+    check_dtype(dtype);
+    check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
+    if (dtype == SINKGRAD_C_FLOAT32)
+      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream,
+                   !stream_ordered, diagnostics);
+    else
+      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream,
+                    !stream_ordered, diagnostics);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* sinkgrad_last_error(void) {
+  return last_error().c_str();
+}
+
+int sinkgrad_forward(int device, int dtype, int64_t batch, int n, int T, const void* logits,
+                     void* R) {
+  return sinkgrad_forward_convention(device, dtype, batch, n, T, nullptr, 0.0, logits, R);
+}
+
+int sinkgrad_forward_convention(int device, int dtype, int64_t batch, int n, int T,
+                                const char* convention, double eps, const void* logits, void* R) {
+  return guarded("sinkgrad_forward", [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
+    const Device on = device_of(device);
+    check_dtype(dtype);
+    check_shape(batch, n, T);
+    require(logits, "logits", batch);
+    require(R, "R", batch);
+    if (dtype == SINKGRAD_C_FLOAT32)
+      forward<float>(on, batch, n, T, logits, R, spec);
+    else
+      forward<double>(on, batch, n, T, logits, R, spec);
+  });
+}
+
+int sinkgrad_solve(const char* solver, const char* options, int device, int dtype, int64_t batch,
+                   int n, int T, const void* logits, const void* R, const void* G, void* grad,
+                   int32_t* status, int32_t* iterations) {
+  return sinkgrad_solve_convention(solver, options, device, dtype, batch, n, T, nullptr, 0.0,
+                                   logits, R, G, grad, status, iterations);
+}
+
+int sinkgrad_solve_convention(const char* solver, const char* options, int device, int dtype,
+                              int64_t batch, int n, int T, const char* convention, double eps,
+                              const void* logits, const void* R, const void* G, void* grad,
+                              int32_t* status, int32_t* iterations) {
+  return checked_solve("sinkgrad_solve", solver, options, device, false, dtype, batch, n, T,
+                       convention, eps, logits, R, G, grad, status, iterations, {}, nullptr);
+}
+
+int sinkgrad_solve_diagnosed(const char* solver, const char* options, int device, int dtype,
+                             int64_t batch, int n, int T, const char* convention, double eps,
+                             const void* logits, const void* R, const void* G, void* grad,
+                             int32_t* status, int32_t* iterations, void* row_violation,
+                             void* column_violation, void* relative_residual,
+                             int32_t* zero_entries) {
+  return checked_solve("sinkgrad_solve_diagnosed", solver, options, device, false, dtype, batch, n,
+                       T, convention, eps, logits, R, G, grad, status, iterations,
+                       {row_violation, column_violation, relative_residual, zero_entries}, nullptr);
+}
+
+int sinkgrad_solve_diagnosed_async(const char* solver, const char* options, int dtype,
+                                   int64_t batch, int n, int T, const char* convention, double eps,
+                                   const void* logits, const void* R, const void* G, void* grad,
+                                   int32_t* status, int32_t* iterations, void* row_violation,
+                                   void* column_violation, void* relative_residual,
+                                   int32_t* zero_entries, void* stream) {
+  return checked_solve("sinkgrad_solve_diagnosed_async", solver, options, 0, true, dtype, batch, n,
+                       T, convention, eps, logits, R, G, grad, status, iterations,
+                       {row_violation, column_violation, relative_residual, zero_entries}, stream);
+}
+
+int sinkgrad_forward_async(int dtype, int64_t batch, int n, int T, const void* logits, void* R,
+                           void* stream) {
+  return sinkgrad_forward_convention_async(dtype, batch, n, T, nullptr, 0.0, logits, R, stream);
+}
+
+int sinkgrad_forward_convention_async(int dtype, int64_t batch, int n, int T,
+                                      const char* convention, double eps, const void* logits,
+                                      void* R, void* stream) {
+  return guarded("sinkgrad_forward_async", [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
+    check_dtype(dtype);
+    check_shape(batch, n, T);
+    require(logits, "logits", batch);
+    require(R, "R", batch);
+    if (dtype == SINKGRAD_C_FLOAT32)
+      forward_async<float>(batch, n, T, logits, R, stream, spec);
+    else
+      forward_async<double>(batch, n, T, logits, R, stream, spec);
+  });
+}
+
+int sinkgrad_solve_async(const char* solver, const char* options, int dtype, int64_t batch, int n,
+                         int T, const void* logits, const void* R, const void* G, void* grad,
+                         int32_t* status, int32_t* iterations, void* stream) {
+  return sinkgrad_solve_convention_async(solver, options, dtype, batch, n, T, nullptr, 0.0, logits,
+                                         R, G, grad, status, iterations, stream);
+}
+
+int sinkgrad_solve_convention_async(const char* solver, const char* options, int dtype,
+                                    int64_t batch, int n, int T, const char* convention, double eps,
+                                    const void* logits, const void* R, const void* G, void* grad,
+                                    int32_t* status, int32_t* iterations, void* stream) {
+  return checked_solve("sinkgrad_solve_async", solver, options, 0, true, dtype, batch, n, T,
+                       convention, eps, logits, R, G, grad, status, iterations, {}, stream);
+}
+
+int sinkgrad_check_solver(const char* solver, const char* options, int device, int dtype) {
+  return guarded("sinkgrad_check_solver", [&] {
+    if (solver == nullptr) throw Error("solver is NULL");
+    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
+    const Device on = device_of(device);
+    check_dtype(dtype);
+    const Precision precision =
+        dtype == SINKGRAD_C_FLOAT32 ? Precision::float32 : Precision::float64;
+    if (!s.info().supports(precision))
+      throw Error("solver '" + s.name() + "' does not support " +
+                  std::string(to_string(precision)));
+    if (!s.info().supports(on))
+      throw Error("solver '" + s.name() + "' does not run on " + std::string(to_string(on)) +
+                  (on == Device::cuda ? " in this build" : ""));
+  });
+}
+
+int sinkgrad_load_plugin(const char* path) {
+  return guarded("sinkgrad_load_plugin", [&] {
+    if (path == nullptr) throw Error("path is NULL");
+    load_plugin(path);
+  });
+}
+
+int sinkgrad_has_cuda(void) {
+#if defined(SINKGRAD_WITH_CUDA)
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+}  // extern "C"

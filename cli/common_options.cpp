@@ -1,0 +1,46 @@
+#include "cli/common_options.hpp"
+
+#include <omp.h>
+
+#include "cli/command.hpp"
+#include "core/plugin_loader.hpp"
+
+namespace sinkgrad::cli {
+namespace {
+
+constexpr int max_threads = 1024;
+
+}  // namespace
+
+po::options_description common_options_description() {
+  po::options_description options("Common options (every command)", 100, 50);
+  options.add_options()                       //
+      ("help,h", "print this help and exit")  //
+      ("threads", po::value<int>()->value_name("N"),
+       "CPU threads for the batch loops (default: OMP_NUM_THREADS, else every core)")  //
+      ("plugin", po::value<std::vector<std::string>>()->composing()->value_name("PATH"),
+       "load solver plugins from a shared library or a directory of them (repeatable; also "
+       "read from SINKGRAD_PLUGIN_PATH, colon-separated)");
+  return options;
+}
+
+CommonOptions read_common_options(const po::variables_map& values) {
+  CommonOptions options;
+  options.help = values.count("help") != 0;
+  if (values.count("threads")) {
+    options.threads = values["threads"].as<int>();
+    // libgomp gives each thread a stack: tens of thousands of them overflow (SIGSEGV).
+    if (options.threads < 1 || options.threads > max_threads)
+      throw UsageError("--threads must be between 1 and " + std::to_string(max_threads) + ", got " +
+                       std::to_string(options.threads));
+  }
+  if (values.count("plugin")) options.plugins = values["plugin"].as<std::vector<std::string>>();
+  return options;
+}
+
+void apply_common_options(const CommonOptions& options) {
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+  load_configured_plugins(options.plugins);
+}
+
+}  // namespace sinkgrad::cli

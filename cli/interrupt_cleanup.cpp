@@ -1,0 +1,40 @@
+#include "cli/interrupt_cleanup.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+
+namespace sinkgrad::cli {
+namespace {
+
+constexpr int handled_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+// The handler may only touch async-signal-safe state: a fixed buffer and a flag.
+char armed_path[4096];
+volatile std::sig_atomic_t armed = 0;
+
+extern "C" void remove_and_reraise(int signal_number) {
+  if (armed) ::unlink(armed_path);
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+}  // namespace
+
+RemoveOnInterrupt::RemoveOnInterrupt(const std::string& path) {
+  if (path.size() < sizeof armed_path) {
+    std::memcpy(armed_path, path.c_str(), path.size() + 1);
+    armed = 1;
+  }
+  struct sigaction action {};
+  action.sa_handler = remove_and_reraise;
+  sigemptyset(&action.sa_mask);
+  for (int k = 0; k < 3; ++k) sigaction(handled_signals[k], &action, &previous_[k]);
+}
+
+RemoveOnInterrupt::~RemoveOnInterrupt() {
+  for (int k = 0; k < 3; ++k) sigaction(handled_signals[k], &previous_[k], nullptr);
+  armed = 0;
+}
+
+}  // namespace sinkgrad::cli

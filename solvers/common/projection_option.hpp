@@ -1,0 +1,28 @@
+#pragma once
+// The `project` option of the implicit solvers (cg_plain, cg_corrected, direct): whether the
+// gradient is projected onto the forward's invariant subspace (invariant_side.hpp).
+
+#include "core/solver_options.hpp"
+#include "solvers/common/invariant_side.hpp"
+
+namespace sinkgrad {
+
+inline OptionSpec project_option_spec() {
+  return OptionSpec::choice("project", {"true", "false"},
+                            "true: remove from each line of the gradient along the side the "
+                            "forward is invariant to (columns for columns_first, rows for "
+                            "rows_first and tilekernels; none with eps > 0 but for tilekernels) "
+                            "its sum times R's line over R's sum, as the exact gradient has zero "
+                            "sums there; false: the implicit formula as it is");
+}
+
+// The side to project, in the coordinates of a solve that reads R and G transposed or not;
+// none when the option is off or the forward has no invariant side.
+inline math::GradientSide projection_side(const OptionValues& options, const ForwardSpec& spec,
+                                          bool transposed) {
+  if (options.text("project") != "true") return math::GradientSide::none;
+  const math::GradientSide side = invariant_side(spec);
+  return transposed ? transposed_side(side) : side;
+}
+
+}  // namespace sinkgrad

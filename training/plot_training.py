@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Pictures of a training-study log (the HDF5 file training/training_study.py writes).
+
+    python3 training/plot_training.py LOG.h5 [--out-dir DIR] [--dpi N] [--stamp TEXT]
+    python3 training/plot_training.py LOG.h5 --table     # the numbers, as Markdown
+
+Writes PNG files into DIR (default: the log's directory), named after the log, and prints
+their paths, one per line:
+
+  <log>_loss_curves_<forward>.png   one panel per T: the evaluation loss along training per
+                                    backward (mean over seeds, markers) and the training loss
+                                    (mean over seeds, smoothed, thin line)
+  <log>_final_eval_loss.png         one column per forward convention: the final evaluation
+                                    loss against T per backward, mean over seeds with the
+                                    seeds' range as an error bar, the grey band the range of
+                                    the unrolled runs' seeds; below, the same minus the
+                                    unrolled run of the same seed (same weights and batches),
+                                    the grey band the unrolled seeds' spread about their mean
+  <log>_gradient_agreement.png      per forward convention (rows): the relative error and
+                                    1 - cosine of each implicit backward's parameter gradient
+                                    against the unrolled one on the same batch, against T: the
+                                    median over the measured steps and seeds, the band from
+                                    their first measured step (start of training) to their
+                                    last (end)
+  <log>_gradient_along_training_<forward>.png   one panel per T: the relative error per
+                                    measured step (mean over seeds) along training
+  <log>_time_memory.png             per forward convention (rows): median time of a training
+                                    step and of its backward, and the backward's peak memory,
+                                    against T per backward (mean over seeds)
+
+The unrolled backward agrees with itself exactly (relative error 0), so it is left out of the
+gradient figures. Needs numpy, h5py and matplotlib.
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "experiments"))  # system_python, plot_style
+from system_python import require_modules  # noqa: E402
+
+require_modules(("h5py", "matplotlib", "numpy"), "python3-numpy python3-h5py python3-matplotlib")
+
+import numpy as np  # noqa: E402
+
+import plot_style as ps  # noqa: E402
+from plot_style import plt  # noqa: E402
+from training_results import (forward_rows, forward_title, ordered, read, seed_stack,  # noqa: E402
+                              select, table, unrolled_by_seed)
+
+
+def smooth(values, width):
+    if len(values) < width or width < 2:
+        return values
+    kernel = np.ones(width) / width
+    return np.convolve(values, kernel, mode="valid")
+
+
+def per_T_panels(Ts, title, ylabel, log_y=False):
+    """One panel per T, three to a row, sharing y; cells past the last T are removed."""
+    ncols = min(3, len(Ts))
+    nrows = (len(Ts) + ncols - 1) // ncols
+    fig, grid = plt.subplots(nrows, ncols, figsize=(4.4 * ncols + 0.6, 3.4 * nrows + 0.9),
+                             squeeze=False, sharey=True)
+    fig.suptitle(title, fontsize=12)
+    axes = []
+    for k, ax in enumerate(grid.flat):
+        if k >= len(Ts):
+            fig.delaxes(ax)
+            continue
+        ax.set_title(f"T = {Ts[k]}", fontsize=10)
+        ax.set_xlabel("training step")
+        if log_y:
+            ax.set_yscale("log")
+        ax.grid(True, which="major", alpha=0.35)
+        if k % ncols == 0:
+            ax.set_ylabel(ylabel)
+        axes.append(ax)
+    return fig, axes
+
+
+def plot_loss_curves(runs, forward, style, out, dpi, stamp):
+    Ts = sorted({r["T"] for r in runs})
+    fig, axes = per_T_panels(
+        Ts, f"Training loss along training, forward {forward}: evaluation loss (markers) and "
+        "training loss (thin, smoothed), mean over seeds", "loss (nats / character)")
+    for ax, T in zip(axes, Ts):
+        for backward in ordered(r["backward"] for r in runs):
+            chosen = select(runs, T=T, backward=backward)
+            if not chosen:
+                continue
+            color, marker, line, face = style[backward]
+            evals = seed_stack(chosen, "eval_loss").mean(0)
+            steps = np.asarray(chosen[0]["data"]["eval_step"])[:len(evals)]
+            ax.plot(steps, evals, color=color, marker=marker, linestyle=line,
+                    markerfacecolor=face, label=backward)
+            train = seed_stack(chosen, "train_loss").mean(0)
+            width = max(1, len(train) // 10)
+            smoothed = smooth(train, width)
+            ax.plot(np.arange(len(smoothed)) + (width + 1) / 2, smoothed, color=color,
+                    linewidth=0.7, alpha=0.6, linestyle=line)
+    ps.stamp(fig, stamp)
+    name = f"{out[1]}_loss_curves_{ps.slug(forward)}.png"
+    return ps.finish(fig, axes, os.path.join(out[0], name), dpi)
+
+
+def plot_final_loss(runs, style, out, dpi, stamp):
+    """Top row: the final evaluation loss; bottom row: minus the unrolled run's of the same
+    seed (same initial weights and batches), the grey band there being the unrolled seeds'
+    spread around their mean."""
+    forwards = forward_rows(runs)
+    Ts = sorted({r["T"] for r in runs})
+    fig, axes = plt.subplots(2, len(forwards), figsize=(4.6 * len(forwards) + 0.6, 7.4),
+                             squeeze=False, sharey="row")
+    fig.suptitle("Final evaluation loss against T: mean over seeds, bars: the seeds' range; "
+                 "grey: the unrolled seeds' range", fontsize=12)
+    backwards = ordered(r["backward"] for r in runs)
+    for col, forward in enumerate(forwards):
+        top, bottom = axes[0][col], axes[1][col]
+        top.set_title(forward_title(runs, forward), fontsize=10)
+        bottom.set_title(f"{forward}: minus unrolled of the same seed", fontsize=10)
+        exact = [list(unrolled_by_seed(runs, forward, T).values()) or [np.nan] for T in Ts]
+        top.fill_between(Ts, [min(e) for e in exact], [max(e) for e in exact], color="0.85",
+                         zorder=0)
+        bottom.fill_between(Ts, [min(e) - np.mean(e) for e in exact],
+                            [max(e) - np.mean(e) for e in exact], color="0.85", zorder=0)
+        for k, backward in enumerate(backwards):
+            color, marker, line, face = style[backward]
+            shift = 1 + 0.03 * (k - (len(backwards) - 1) / 2)  # bars side by side
+            for ax, paired in ((top, False), (bottom, True)):
+                xs, means, lows, highs = [], [], [], []
+                for T in Ts:
+                    chosen = select(runs, forward=forward, T=T, backward=backward)
+                    ref = unrolled_by_seed(runs, forward, T)
+                    values = [r["final_eval_loss"] - (ref.get(r["seed"], np.nan) if paired
+                                                      else 0.0) for r in chosen]
+                    if values:
+                        xs.append(T * shift)
+                        means.append(np.mean(values))
+                        lows.append(np.mean(values) - min(values))
+                        highs.append(max(values) - np.mean(values))
+                ax.errorbar(xs, means, yerr=[lows, highs], color=color, marker=marker,
+                            linestyle=line, markerfacecolor=face, capsize=2, label=backward)
+        for ax in (top, bottom):
+            ps.T_axis(ax, Ts)
+            ax.set_xlabel("T (Sinkhorn iterations)")
+            ax.grid(True, alpha=0.35)
+    axes[0][0].set_ylabel("final evaluation loss (nats / character)")
+    axes[1][0].set_ylabel("difference (nats / character)")
+    ps.stamp(fig, stamp)
+    return ps.finish(fig, axes, os.path.join(out[0], f"{out[1]}_final_eval_loss.png"), dpi)
+
+
+def plot_agreement(runs, style, out, dpi, stamp):
+    forwards = forward_rows(runs)
+    Ts = sorted({r["T"] for r in runs})
+    implicit = [b for b in ordered(r["backward"] for r in runs) if b != "unrolled"]
+    fig, axes = plt.subplots(len(forwards), 2, figsize=(10.0, 3.4 * len(forwards) + 0.9),
+                             squeeze=False)
+    fig.suptitle("Parameter gradient against the unrolled backward's on the same batch: median "
+                 "over measured steps and seeds; band: start to end of training", fontsize=12)
+    for row, forward in enumerate(forwards):
+        for col, (metric, label) in enumerate((("grad_rel_error", "relative error"),
+                                               ("grad_cosine", "1 - cosine similarity"))):
+            ax = axes[row][col]
+            ax.set_title(f"{forward_title(runs, forward)}: {label}", fontsize=10)
+            for backward in implicit:
+                color, marker, line, face = style[backward]
+                medians, first, last = [], [], []
+                for T in Ts:
+                    chosen = select(runs, forward=forward, T=T, backward=backward)
+                    if not chosen:
+                        medians.append(np.nan), first.append(np.nan), last.append(np.nan)
+                        continue
+                    values = seed_stack(chosen, metric)
+                    if metric == "grad_cosine":
+                        values = 1.0 - values
+                    values = np.maximum(values, ps.FLOOR)
+                    medians.append(np.median(values))
+                    first.append(np.mean(values[:, 0]))
+                    last.append(np.mean(values[:, -1]))
+                ax.plot(Ts, medians, color=color, marker=marker, linestyle=line,
+                        markerfacecolor=face, label=backward)
+                ax.fill_between(Ts, np.minimum(first, last), np.maximum(first, last),
+                                color=color, alpha=0.15)
+            ax.set_yscale("log")
+            ps.T_axis(ax, Ts)
+            ax.set_xlabel("T (Sinkhorn iterations)")
+            ax.grid(True, which="major", alpha=0.35)
+    ps.stamp(fig, stamp)
+    return ps.finish(fig, axes, os.path.join(out[0], f"{out[1]}_gradient_agreement.png"), dpi)
+
+
+def plot_along_training(runs, forward, style, out, dpi, stamp):
+    Ts = sorted({r["T"] for r in runs})
+    implicit = [b for b in ordered(r["backward"] for r in runs) if b != "unrolled"]
+    fig, axes = per_T_panels(
+        Ts, "Relative error of the parameter gradient against unrolled along training, "
+        f"forward {forward} (mean over seeds)", "relative error vs unrolled", log_y=True)
+    for ax, T in zip(axes, Ts):
+        for backward in implicit:
+            chosen = select(runs, T=T, backward=backward)
+            if not chosen:
+                continue
+            color, marker, line, face = style[backward]
+            values = np.maximum(seed_stack(chosen, "grad_rel_error").mean(0), ps.FLOOR)
+            steps = np.asarray(chosen[0]["data"]["measured_step"])[:len(values)]
+            ax.plot(steps, values, color=color, marker=marker, linestyle=line,
+                    markerfacecolor=face, label=backward)
+    ps.stamp(fig, stamp)
+    name = f"{out[1]}_gradient_along_training_{ps.slug(forward)}.png"
+    return ps.finish(fig, axes, os.path.join(out[0], name), dpi)
+
+
+def plot_time_memory(runs, style, out, dpi, stamp):
+    forwards = forward_rows(runs)
+    Ts = sorted({r["T"] for r in runs})
+    columns = (("step_seconds_median", 1e3, "training step (ms)"),
+               ("backward_seconds_median", 1e3, "backward (ms)"),
+               ("backward_peak_bytes", 2.0 ** -20, "backward peak memory (MiB)"))
+    fig, axes = plt.subplots(len(forwards), 3, figsize=(13.5, 3.3 * len(forwards) + 0.9),
+                             squeeze=False)
+    device = runs[0]["device"]
+    fig.suptitle(f"Time and memory per training step on {device} (median over the steps not "
+                 "measured, mean over seeds)", fontsize=12)
+    for row, forward in enumerate(forwards):
+        for col, (key, scale, label) in enumerate(columns):
+            ax = axes[row][col]
+            ax.set_title(f"{forward_title(runs, forward)}: {label}", fontsize=10)
+            for backward in ordered(r["backward"] for r in runs):
+                color, marker, line, face = style[backward]
+                values = [np.mean([r[key] for r in select(runs, forward=forward, T=T,
+                                                          backward=backward)] or [np.nan])
+                          for T in Ts]
+                ax.plot(Ts, np.array(values) * scale, color=color, marker=marker,
+                        linestyle=line, markerfacecolor=face, label=backward)
+            ps.T_axis(ax, Ts)
+            ax.set_ylim(bottom=0)
+            ax.set_xlabel("T (Sinkhorn iterations)")
+            ax.grid(True, alpha=0.35)
+    ps.stamp(fig, stamp)
+    return ps.finish(fig, axes, os.path.join(out[0], f"{out[1]}_time_memory.png"), dpi)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("log")
+    parser.add_argument("--out-dir", help="default: the log's directory")
+    parser.add_argument("--dpi", type=int, default=110)
+    parser.add_argument("--stamp", help="default: the log's tool version and start date")
+    parser.add_argument("--table", action="store_true",
+                        help="print the numbers per forward, backward and T instead of drawing")
+    args = parser.parse_args()
+    header, runs = read(args.log)
+    if args.table:
+        table(runs)
+        return
+    out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.log))
+    os.makedirs(out_dir, exist_ok=True)
+    out = (out_dir, os.path.splitext(os.path.basename(args.log))[0])
+    stamp = args.stamp or (f"sinkgrad {header.get('tool_version', '')}, "
+                           f"{header.get('started', '')[:10]}")
+    style = ps.styles(ordered(r["backward"] for r in runs))
+    written = []
+    for forward in forward_rows(runs):
+        chosen = select(runs, forward=forward)
+        written.append(plot_loss_curves(chosen, forward, style, out, args.dpi, stamp))
+        written.append(plot_along_training(chosen, forward, style, out, args.dpi, stamp))
+    written.append(plot_final_loss(runs, style, out, args.dpi, stamp))
+    written.append(plot_agreement(runs, style, out, args.dpi, stamp))
+    written.append(plot_time_memory(runs, style, out, args.dpi, stamp))
+    for path in written:
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
