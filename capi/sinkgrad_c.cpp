@@ -4,11 +4,13 @@
 #include "sinkgrad/sinkgrad_c.h"
 
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 
 #include "capi/c_arguments.hpp"
 #include "core/error.hpp"
+#include "core/forward_spec.hpp"
 #include "core/plugin_loader.hpp"
 #include "core/solver_registry.hpp"
 #include "forward/sinkhorn_forward.hpp"
@@ -226,6 +228,13 @@ int sinkgrad_load_plugin(const char* path) {
   return guarded("sinkgrad_load_plugin", [&] {
     if (path == nullptr) throw Error("path is NULL");
     load_plugin(path);
+  });
+}
+
+int sinkgrad_default_eps(const char* convention, double* eps) {
+  return guarded("sinkgrad_default_eps", [&] {
+    if (convention == nullptr || eps == nullptr) throw Error("convention and eps are required");
+    *eps = make_forward_spec(convention, std::nullopt).eps;
   });
 }
 

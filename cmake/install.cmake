@@ -86,18 +86,6 @@ install(FILES ${PROJECT_SOURCE_DIR}/experiments/plot_style.py
         DESTINATION ${SINKGRAD_INSTALL_SHAREDIR})  # the scripts' modules, found next to them
 
 # ---- Python ---------------------------------------------------------------------------------
-# Every Python module goes to SINKGRAD_PYTHON_INSTALL_DIR (share/sinkgrad/python by default; put
-# it on PYTHONPATH): the sinkgrad package with the PyTorch layer (python/CMakeLists.txt) and
-# sinkgrad_c.py, which finds the installed libsinkgrad_c through sinkgrad_c_library.txt, its
-# path relative to that folder.
-set(SINKGRAD_INSTALL_PYTHONDIR ${SINKGRAD_PYTHON_INSTALL_DIR})
-install(FILES ${PROJECT_SOURCE_DIR}/capi/sinkgrad_c.py
-        DESTINATION ${SINKGRAD_INSTALL_PYTHONDIR})
-if(TARGET sinkgrad_c)
-  file(RELATIVE_PATH SINKGRAD_C_LIBRARY_FROM_PYTHON /prefix/${SINKGRAD_INSTALL_PYTHONDIR}
-       /prefix/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:sinkgrad_c>)
-  file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/python/sinkgrad_c_library.txt
-       CONTENT "${SINKGRAD_C_LIBRARY_FROM_PYTHON}\n")
-  install(FILES ${PROJECT_BINARY_DIR}/python/sinkgrad_c_library.txt
-          DESTINATION ${SINKGRAD_INSTALL_PYTHONDIR})
-endif()
+# The sinkgrad package (the one ctypes binding, sinkgrad._capi, and the PyTorch layer) goes to
+# SINKGRAD_PYTHON_INSTALL_DIR (share/sinkgrad/python by default; put it on PYTHONPATH):
+# python/CMakeLists.txt.

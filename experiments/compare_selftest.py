@@ -1,7 +1,7 @@
 """The cpu self-test of compare_with_seeds.py (--selftest): the ctypes plumbing of
 libsinkgrad_c checked on small float64 / float32 batches against a numpy mirror of the forward
 and of the corrected system. Needs numpy only."""
-import sinkgrad_c
+from sinkgrad import _capi
 
 
 def numpy_forward(M, T):
@@ -67,7 +67,7 @@ def selftest(lib, solvers):
     try:
         lib.solve_numpy("no_such_solver", "", None, R64, G, T)
         check("unknown solver is an error", False)
-    except sinkgrad_c.SinkgradError as error:
+    except _capi.SinkgradError as error:
         check("unknown solver is an error naming the solvers",
               "cg_corrected" in str(error) and "unrolled" in str(error), f"({error})")
     failed = checks.count(False)

@@ -34,10 +34,12 @@ import re
 import sys
 import traceback
 
-# Next to this file: capi (source tree) or python/ (share/sinkgrad, installed).
-for _folder in ("capi", "python"):
+# The sinkgrad package: ../python (source tree) or python/ (share/sinkgrad, installed); this
+# folder for the modules beside this file.
+for _folder in ("../python", "python"):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), _folder))
-import sinkgrad_c  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sinkgrad import _capi  # noqa: E402
 from compare_selftest import selftest  # noqa: E402
 from compare_torch import Config, Timer, load_seeds, torch_linalg_solve  # noqa: E402
 from system_python import require_modules  # noqa: E402 (next to this file)
@@ -90,7 +92,7 @@ def parse_args():
 def candidates(torch, lib, seeds, cfg, device):
     """(name, factory); a factory allocates what its kernel writes and returns a function that
     runs the kernel once and returns (output, sinkgrad status or None)."""
-    dev = sinkgrad_c.CUDA if device == "cuda" else sinkgrad_c.CPU
+    dev = _capi.CUDA if device == "cuda" else _capi.CPU
     esize = cfg.R.element_size()
     B, n, T = cfg.B, cfg.n, cfg.T
 
@@ -265,12 +267,12 @@ def main():
     args = parse_args()
     if args.selftest:
         require_modules(["numpy"], "python3-numpy")
-        return selftest(sinkgrad_c.SinkgradC(args.lib), SINKGRAD_SOLVERS)
+        return selftest(_capi.Library(args.lib), SINKGRAD_SOLVERS)
     require_modules(["numpy", "torch"], "python3-numpy and PyTorch (pip install torch)")
     # torch before libsinkgrad_c: where both need a CUDA runtime of the same soname, the
     # process then keeps the copy that torch ships rather than the one sinkgrad was built with.
     importlib.import_module("torch")
-    return compare(args, sinkgrad_c.SinkgradC(args.lib))
+    return compare(args, _capi.Library(args.lib))
 
 
 if __name__ == "__main__":

@@ -37,9 +37,9 @@ def main():
         sys.exit(f"cpu_vs_torch.py needs numpy and torch ({e}); on Debian: apt-get install "
                  "python3-numpy python3-torch, and run it with /usr/bin/python3")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    sys.path.insert(0, os.path.join(root, "experiments", "capi"))
-    from sinkgrad_c import CPU, SinkgradC
-    lib = SinkgradC(args.lib)
+    sys.path.insert(0, os.path.join(root, "python"))
+    from sinkgrad._capi import CPU, Library
+    lib = Library(args.lib)
     torch.set_num_threads(args.threads)
     dtype = np.float32 if args.dtype == "float32" else np.float64
     T, B = args.iterations, args.batch

@@ -8,7 +8,7 @@ import sinkgrad.torch as sgt
 import torch
 from torch import nn
 
-EPS = {"columns_first": 0.0, "rows_first": 0.0, "tilekernels": 1e-6}  # FORWARDS.md defaults
+EPS = {name: sgt.default_eps(name) for name in sgt.FORWARDS}  # the library's own values
 STATUS_NAMES = list(sgt.STATUS_NAMES)
 
 

@@ -78,12 +78,16 @@ SINKGRAD_C_API int sinkgrad_load_plugin(const char* path);
 /* 1 when this library was built with the CUDA variants, 0 otherwise. */
 SINKGRAD_C_API int sinkgrad_has_cuda(void);
 
+/* The eps a forward convention adds when none is given, written to *eps: the library's one table
+ * of them, which the Python layer reads instead of keeping its own. */
+SINKGRAD_C_API int sinkgrad_default_eps(const char* convention, double* eps);
+
 /* The same two for a chosen forward convention (docs/math.md, "Forward conventions"):
  * convention "columns_first" (what the two above run), "rows_first" or "tilekernels" (NULL
  * means columns_first); eps, finite and >= 0, is added to every normalising denominator (the
- * conventions' own values: 0 for columns_first and rows_first, 1e-6 for tilekernels). An
- * unknown name or a bad eps is an error naming what is allowed. The solve must be told the
- * convention that produced R: unrolled differentiates it, the plain systems take its exact
+ * conventions' own values, sinkgrad_default_eps: 0 for columns_first and rows_first, 1e-6 for
+ * tilekernels). An unknown name or a bad eps is an error naming what is allowed. The solve must be
+ * told the convention that produced R: unrolled differentiates it, the plain systems take its exact
  * side. */
 SINKGRAD_C_API int sinkgrad_forward_convention(int device, int dtype, int64_t batch, int n, int T,
                                                const char* convention, double eps,

@@ -1,8 +1,15 @@
-"""ctypes binding of libsinkgrad_c (include/sinkgrad/sinkgrad_c.h), found through
-$SINKGRAD_C_LIB or the path the build or `cmake --install` wrote into _location.py.
+"""The ctypes binding of libsinkgrad_c (include/sinkgrad/sinkgrad_c.h), the one every Python
+caller uses (the PyTorch layer, the comparisons, the tests), found through $SINKGRAD_C_LIB or the
+path the build or `cmake --install` wrote into _location.py, or given:
 
-Pointers are integers (a tensor's data_ptr(), a stream's cuda_stream); dtype is the element
-size, 4 (float32) or 8 (float64). A failed call raises SinkgradError with the library's message.
+    lib = Library("build/lib/libsinkgrad_c.so")       # or library(): the process's one
+    R = lib.forward_numpy(M, 20)                       # numpy (B, n, n) arrays on the cpu
+    grad, status, iterations = lib.solve_numpy("cg_corrected", "", None, R, G, 20)
+
+Pointers are integers (a tensor's data_ptr(), a stream's cuda_stream, an array's ctypes.data);
+dtype is the element size, 4 (float32) or 8 (float64). A convention is (name, eps), eps None for
+the convention's own (the library's table, default_eps; NaN too). A failed call raises SinkgradError with
+the library's message.
 """
 import ctypes
 import os
@@ -10,7 +17,7 @@ import threading
 
 CPU, CUDA = 0, 1
 FLOAT32, FLOAT64 = 4, 8
-DEFAULT_CONVENTION = ("columns_first", 0.0)
+DEFAULT_CONVENTION = ("columns_first", None)
 STATUS_NAMES = ("ok", "not_converged", "breakdown", "invalid_input", "ill_conditioned",
                 "fallback")
 # The statuses whose gradient is the one asked for: ok, and fallback (the exact unrolled
@@ -23,12 +30,17 @@ class SinkgradError(RuntimeError):
 
 
 def library_path():
-    """$SINKGRAD_C_LIB, else the libsinkgrad_c that this copy of the package was built with."""
+    """$SINKGRAD_C_LIB, else the libsinkgrad_c that this copy of the package was built with, else
+    (the package in a source checkout, python/sinkgrad) that checkout's build/lib."""
     if os.environ.get("SINKGRAD_C_LIB"):
         return os.environ["SINKGRAD_C_LIB"]
     try:
         from sinkgrad._location import LIBRARY
     except ImportError:
+        checkout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
+                                "lib", "libsinkgrad_c.so")
+        if os.path.exists(checkout):
+            return os.path.normpath(checkout)
         raise SinkgradError(
             "this copy of the sinkgrad package was not built: import it from the build tree "
             "(PYTHONPATH=build/python) or an installation, or set SINKGRAD_C_LIB") from None
@@ -36,7 +48,8 @@ def library_path():
 
 
 class Library:
-    def __init__(self, path):
+    def __init__(self, path=None):
+        path = path or library_path()
         self.path = path
         try:
             self._lib = ctypes.CDLL(path)
@@ -61,6 +74,7 @@ class Library:
             "sinkgrad_check_solver": (i32, [s, s, i32, i32]),
             "sinkgrad_load_plugin": (i32, [s]),
             "sinkgrad_has_cuda": (i32, []),
+            "sinkgrad_default_eps": (i32, [s, ctypes.POINTER(d)]),
         }
         for name, (restype, argtypes) in signatures.items():
             function = getattr(self._lib, name)
@@ -70,6 +84,23 @@ class Library:
         if code != 0:
             raise SinkgradError(self._lib.sinkgrad_last_error().decode())
 
+    def _spec(self, convention):
+        """(name, eps), eps None or NaN replaced by the convention's own (the PyTorch layer passes
+        NaN for eps=None through its float-typed ops)."""
+        name, eps = convention
+        if eps is None or eps != eps:
+            eps = self.default_eps(name)
+        return name, eps
+
+    def last_error(self):
+        return self._lib.sinkgrad_last_error().decode()
+
+    def default_eps(self, convention):
+        """The eps a convention adds when none is given (docs/math.md, "Forward conventions")."""
+        eps = ctypes.c_double()
+        self._check(self._lib.sinkgrad_default_eps(convention.encode(), ctypes.byref(eps)))
+        return eps.value
+
     @property
     def has_cuda(self):
         return bool(self._lib.sinkgrad_has_cuda())
@@ -77,26 +108,26 @@ class Library:
     # convention: (name, eps) as the C ABI's *_convention functions take them (docs/math.md,
     # "Forward conventions"); the default is the seeds' columns_first without eps.
     def forward(self, device, dtype, batch, n, T, logits, R, convention=DEFAULT_CONVENTION):
-        name, eps = convention
+        name, eps = self._spec(convention)
         self._check(self._lib.sinkgrad_forward_convention(device, dtype, batch, n, T,
                                                           name.encode(), eps, logits, R))
 
     def forward_async(self, dtype, batch, n, T, logits, R, stream,
                       convention=DEFAULT_CONVENTION):
-        name, eps = convention
+        name, eps = self._spec(convention)
         self._check(self._lib.sinkgrad_forward_convention_async(dtype, batch, n, T, name.encode(),
                                                                 eps, logits, R, stream))
 
     def solve(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad, status,
               iterations, convention=DEFAULT_CONVENTION):
-        name, eps = convention
+        name, eps = self._spec(convention)
         self._check(self._lib.sinkgrad_solve_convention(
             solver.encode(), options.encode(), device, dtype, batch, n, T, name.encode(), eps,
             logits, R, G, grad, status, iterations))
 
     def solve_async(self, solver, options, dtype, batch, n, T, logits, R, G, grad, status,
                     iterations, stream, convention=DEFAULT_CONVENTION):
-        name, eps = convention
+        name, eps = self._spec(convention)
         self._check(self._lib.sinkgrad_solve_convention_async(
             solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
             G, grad, status, iterations, stream))
@@ -105,7 +136,7 @@ class Library:
     # zero_entries) of sinkgrad_solve_diagnosed, any of them None.
     def solve_diagnosed(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad,
                         status, iterations, diagnostics, convention=DEFAULT_CONVENTION):
-        name, eps = convention
+        name, eps = self._spec(convention)
         self._check(self._lib.sinkgrad_solve_diagnosed(
             solver.encode(), options.encode(), device, dtype, batch, n, T, name.encode(), eps,
             logits, R, G, grad, status, iterations, *diagnostics))
@@ -113,7 +144,7 @@ class Library:
     def solve_diagnosed_async(self, solver, options, dtype, batch, n, T, logits, R, G, grad,
                               status, iterations, diagnostics, stream,
                               convention=DEFAULT_CONVENTION):
-        name, eps = convention
+        name, eps = self._spec(convention)
         self._check(self._lib.sinkgrad_solve_diagnosed_async(
             solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
             G, grad, status, iterations, *diagnostics, stream))
@@ -121,13 +152,13 @@ class Library:
     # The exact fallback: matrices whose status is not a success get unrolled's gradient.
     def replace_failures(self, device, dtype, batch, n, T, logits, G, grad, status,
                          convention=DEFAULT_CONVENTION):
-        name, eps = convention
+        name, eps = self._spec(convention)
         self._check(self._lib.sinkgrad_replace_failures(device, dtype, batch, n, T, name.encode(),
                                                         eps, logits, G, grad, status))
 
     def replace_failures_async(self, dtype, batch, n, T, logits, G, grad, status, stream,
                                convention=DEFAULT_CONVENTION):
-        name, eps = convention
+        name, eps = self._spec(convention)
         self._check(self._lib.sinkgrad_replace_failures_async(dtype, batch, n, T, name.encode(),
                                                               eps, logits, G, grad, status,
                                                               stream))
@@ -138,6 +169,31 @@ class Library:
 
     def load_plugin(self, path):
         self._check(self._lib.sinkgrad_load_plugin(os.fsencode(path)))
+
+
+    # numpy arrays on the cpu: shapes (B, n, n), float32 or float64, C-contiguous.
+    def forward_numpy(self, M, T, convention=DEFAULT_CONVENTION):
+        import numpy as np
+        M = np.ascontiguousarray(M)
+        R = np.empty_like(M)
+        self.forward(CPU, M.itemsize, M.shape[0], M.shape[1], T, M.ctypes.data, R.ctypes.data,
+                     convention)
+        return R
+
+    def solve_numpy(self, solver, options, M, R, G, T, convention=DEFAULT_CONVENTION):
+        """(dL/dM, status, iterations); M may be None for solvers that do not replay."""
+        import numpy as np
+        R, G = np.ascontiguousarray(R), np.ascontiguousarray(G)
+        M = None if M is None else np.ascontiguousarray(M, dtype=R.dtype)
+        grad = np.empty_like(R)
+        status = np.empty(R.shape[0], dtype=np.int32)
+        iterations = np.empty(R.shape[0], dtype=np.int32)
+        self.solve(solver, options or "", CPU, R.itemsize, R.shape[0], R.shape[1], T,
+                   None if M is None else M.ctypes.data, R.ctypes.data, G.ctypes.data,
+                   grad.ctypes.data, status.ctypes.data, iterations.ctypes.data, convention)
+        return grad, status, iterations
+
+
 
 
 _library = None
@@ -151,6 +207,11 @@ def library():
         if _library is None:
             _library = Library(library_path())
         return _library
+
+
+def default_eps(convention):
+    """The eps the library adds for `convention` when none is given."""
+    return library().default_eps(convention)
 
 
 def load_plugin(path):

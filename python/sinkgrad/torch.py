@@ -18,11 +18,11 @@ import numbers
 import torch
 
 from sinkgrad import _kernels, _ops
-from sinkgrad._capi import STATUS_NAMES, SinkgradError, load_plugin
+from sinkgrad._capi import STATUS_NAMES, SinkgradError, default_eps, load_plugin
 from sinkgrad._kernels import SolveFailure
 
-__all__ = ["sinkhorn", "SolveStats", "load_plugin", "SinkgradError", "SolveFailure",
-           "STATUS_NAMES", "FORWARDS", "ON_FAILURE"]
+__all__ = ["sinkhorn", "SolveStats", "load_plugin", "default_eps", "SinkgradError",
+           "SolveFailure", "STATUS_NAMES", "FORWARDS", "ON_FAILURE"]
 
 # The dtype each accepted input dtype is computed in, and its name for the solver check.
 _COMPUTE = {torch.float32: torch.float32, torch.float64: torch.float64,
@@ -30,8 +30,6 @@ _COMPUTE = {torch.float32: torch.float32, torch.float64: torch.float64,
 _COMPUTE_NAME = {torch.float32: "float32", torch.float64: "float64",
                  torch.bfloat16: "float32", torch.float16: "float32"}
 FORWARDS = ("columns_first", "rows_first", "tilekernels")
-# eps=None means the convention's own value (FORWARDS.md): tilekernels adds 1e-6, the others 0.
-_DEFAULT_EPS = {"columns_first": 0.0, "rows_first": 0.0, "tilekernels": 1e-6}
 ON_FAILURE = ("keep", "unrolled", "raise")
 
 
@@ -95,8 +93,8 @@ def _forward_convention(forward, eps):
     if not isinstance(forward, str) or forward not in FORWARDS:
         raise ValueError(f"sinkhorn: forward={forward!r} is not a forward convention (use "
                          f"{', '.join(FORWARDS)})")
-    if eps is None:
-        return forward, _DEFAULT_EPS[forward]
+    if eps is None:  # NaN: the binding takes the convention's own from the library's one table
+        return forward, math.nan
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
         raise TypeError(f"sinkhorn: eps must be a number or None, got {type(eps).__name__}")
     if not math.isfinite(eps) or eps < 0:

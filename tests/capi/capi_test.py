@@ -11,8 +11,9 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "experiments", "capi"))
-from sinkgrad_c import CPU, FLOAT32, SinkgradC, SinkgradError  # noqa: E402
+                                "python"))
+from sinkgrad._capi import CPU, FLOAT32, SinkgradError  # noqa: E402
+from sinkgrad._capi import Library as SinkgradC  # noqa: E402
 
 LIB = None
 
@@ -187,9 +188,9 @@ class Conventions(unittest.TestCase):
             e = 1e-6 if eps is None else eps
             for n, T in [(1, 1), (4, 3), (8, 20)]:
                 M, _, G = inputs(16, n, T, seed=200 + n)
-                R = LIB.forward_numpy(M, T, convention, eps)
+                R = LIB.forward_numpy(M, T, (convention, eps))
                 R_ref = convention_tape(M, T, convention, e)[1]
-                grad, status, _ = LIB.solve_numpy("unrolled", "", M, R, G, T, convention, eps)
+                grad, status, _ = LIB.solve_numpy("unrolled", "", M, R, G, T, (convention, eps))
                 ref = convention_unrolled(M, T, G, convention, e)
                 with self.subTest(convention=convention, eps=eps, n=n, T=T):
                     self.assertLess(np.abs(R - R_ref).max(), 1e-14)
@@ -198,14 +199,29 @@ class Conventions(unittest.TestCase):
 
     def test_bad_conventions_are_refused(self):
         M, R, G = inputs(2, 4, 3, seed=9)
-        self.expect_error(lambda: LIB.forward_numpy(M, 3, "sinkhorn"),
+        self.expect_error(lambda: LIB.forward_numpy(M, 3, ("sinkhorn", 0.0)),
                           "unknown forward convention 'sinkhorn'", "rows_first", "tilekernels")
-        for eps in (-1.0, float("nan"), float("inf")):
-            self.expect_error(lambda: LIB.forward_numpy(M, 3, "rows_first", eps),
+        for eps in (-1.0, float("inf")):
+            self.expect_error(lambda: LIB.forward_numpy(M, 3, ("rows_first", eps)),
                               "eps must be finite and >= 0")
             self.expect_error(
-                lambda: LIB.solve_numpy("unrolled", "", M, R, G, 3, "tilekernels", eps),
+                lambda: LIB.solve_numpy("unrolled", "", M, R, G, 3, ("tilekernels", eps)),
                 "eps must be finite and >= 0")
+        # NaN is refused by the C ABI itself; the binding reads None and NaN as the default.
+        out = np.empty_like(M)
+        self.assertNotEqual(LIB._lib.sinkgrad_forward_convention(
+            CPU, 8, 2, 4, 3, b"rows_first", float("nan"), M.ctypes.data, out.ctypes.data), 0)
+        self.assertIn("eps must be finite and >= 0", LIB.last_error())
+
+    def test_default_eps_is_the_librarys_table(self):
+        self.assertEqual(LIB.default_eps("tilekernels"), 1e-6)
+        self.assertEqual(LIB.default_eps("columns_first"), 0.0)
+        self.assertEqual(LIB.default_eps("rows_first"), 0.0)
+        self.expect_error(lambda: LIB.default_eps("sinkhorn"), "unknown forward convention")
+        M = inputs(2, 4, 3, seed=10)[0]
+        for eps in (None, float("nan")):
+            np.testing.assert_array_equal(LIB.forward_numpy(M, 3, ("tilekernels", eps)),
+                                          LIB.forward_numpy(M, 3, ("tilekernels", 1e-6)))
 
     expect_error = ThroughTheCAbi.expect_error
 

@@ -4,7 +4,7 @@
 #   1. `sinkgrad run --help` names the installed studies and plot.py;
 #   2. share/sinkgrad/studies/smoke.ini runs (its log lands in the current directory);
 #   3. `sinkgrad summary` tabulates it; the installed plot.py draws it;
-#   4. the installed sinkgrad_c.py loads the installed libsinkgrad_c and computes a forward.
+#   4. the installed sinkgrad package loads the installed libsinkgrad_c and computes a forward.
 # Steps 3 (plot) and 4 need a python3 with numpy, h5py and matplotlib: without one the test
 # stops there with exit code 77 (skipped) after the steps that ran.
 #   install_test.sh CMAKE BUILD_DIR WORK_DIR
@@ -20,7 +20,7 @@ prefix=$(cd "$work/prefix" && pwd)
 share="$prefix/share/sinkgrad"
 for file in bin/sinkgrad include/sinkgrad/sinkgrad_c.h share/sinkgrad/plot.py \
             share/sinkgrad/studies/smoke.ini share/sinkgrad/studies/headline.ini \
-            share/sinkgrad/data/logits.h5 share/sinkgrad/python/sinkgrad_c.py; do
+            share/sinkgrad/data/logits.h5 share/sinkgrad/python/sinkgrad/_capi.py; do
   [ -f "$prefix/$file" ] || { echo "not installed: $file"; exit 1; }
 done
 ls "$prefix"/lib*/libsinkgrad_c.so "$prefix"/lib*/*/libsinkgrad_c.so 2>/dev/null | grep -q . ||
@@ -64,10 +64,10 @@ import os
 import sys
 
 import numpy as np
-import sinkgrad_c
+from sinkgrad import _capi
 
 prefix = os.path.realpath(sys.argv[1])
-lib = sinkgrad_c.SinkgradC()
+lib = _capi.Library()
 assert os.path.realpath(lib.path).startswith(prefix + os.sep), f"loaded {lib.path}, not the installed library"
 M = np.random.default_rng(3).normal(size=(5, 4, 4))
 R = lib.forward_numpy(M, 50)
@@ -78,7 +78,7 @@ assert (status == 0).all() and np.isfinite(grad).all()
 try:
     lib.solve_numpy("no_such_solver", "", None, R, R, 3)
     raise SystemExit("an unknown solver was accepted")
-except sinkgrad_c.SinkgradError as error:
+except _capi.SinkgradError as error:
     assert "no_such_solver" in str(error), error
-print(f"installed sinkgrad_c.py loaded {lib.path}: forward and unrolled ok")
+print(f"installed sinkgrad._capi loaded {lib.path}: forward and unrolled ok")
 PY
