@@ -26,8 +26,9 @@ struct ForwardTileMatrices {
 template <class Real, class Shape, class TeamForward>
 struct ForwardTeam {
   // A convention's float64 kernel at n = 9..16, left to itself, takes 166 registers and three
-  // blocks a multiprocessor; a minimum of four gives it 128 (ptxas -v) and made it 12% faster
-  // with an eps on an H100 (n <= 4, 118 registers instead of 64 and a spill, 14% slower).
+  // blocks a multiprocessor; a minimum of four gives it 128 (ptxas -v), and with the fourth
+  // block the kernel runs faster. Not at n <= 4, where the minimum costs 118 registers instead
+  // of 64 and a spill (measured: docs/performance.md).
   static constexpr int min_blocks_per_sm =
       !std::is_same_v<TeamForward, math::SeedsTeamForward<Real>> && sizeof(Real) == 8 &&
               Shape::cap == 16

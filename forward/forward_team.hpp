@@ -46,8 +46,8 @@ SINKGRAD_HD Real negative_logsumexp(const X& x, const Y& y, int n) {
 // Column i of P (Pt[s][j] = P[j][i]) for the component s. A team whose lane holds all of P in
 // registers (a one-thread GPU team) reads it out of P's rows at no cost and leaves Pt unused;
 // the others keep their columns in Pt (linear_domain_rows fills it): GPU lanes own their
-// columns, and on the CPU a contiguous copy vectorises where a strided column does not (the
-// CPU forward ran 1.3-1.5x slower in float32 reading columns out of the rows).
+// columns, and on the CPU a contiguous copy vectorises where a strided column does not
+// (measured: docs/performance.md).
 template <class Team, class Rows>
 struct ColumnsOf {
   const Rows& P;

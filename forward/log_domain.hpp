@@ -64,9 +64,8 @@ SINKGRAD_HD void normalise_rows(Real* R, int n) {
 
 // max |sum - 1| over the rows (Columns = false) or the columns of R: how far a forward is from
 // doubly stochastic on the side its last step leaves inexact. The side is a template argument
-// so that each loop is as plain as a hand-written one: with the choice inside the loop, the
-// CPU's n = 96 float64 forward (B = 1500, T = 20, 2 cores) took 2.74-2.94 s against 2.55-2.61 s
-// (docs/benchmarks-cpu.md).
+// so that each loop is as plain as a hand-written one: with the choice inside the loop the
+// CPU forward was slower (measured: docs/benchmarks-cpu.md).
 template <bool Columns, class Real>
 SINKGRAD_HD Real line_violation(const Real* R, int n) {
   Real worst = 0;

@@ -91,7 +91,7 @@ SINKGRAD_HD bool softmax_base_rows(const Team& team, const Matrices& mats,
   } else if (scratch != nullptr) {
     // Entry (r, c) of P at scratch[r stride + (c + r) mod cap]: the lanes' stores of a row and
     // their loads of their own rows then fall on distinct banks (unskewed, a warp-wide team read
-    // its rows from one bank, and the float32 n = 32 kernel ran 2.6% slower on an H100).
+    // its rows from one bank; measured: docs/performance.md).
     static_assert((Team::cap & (Team::cap - 1)) == 0, "the skew wraps with a mask");
     constexpr int wrap = Team::cap - 1;
     const int stride = team.stride();  // >= cap: a vector of team storage

@@ -2,7 +2,7 @@
 # Here (no GPU needed): builds sinkgrad_bench_cuda of each commit for the H100 (sm_90) and packs
 # it with the libraries it loads into .devdeps/bench/NAME.txz, for scripts/gpu_bench_rounds.sh
 # on the GPU machine, which then builds nothing. Each build takes 7-15 minutes on 2 cores.
-#   bash scripts/prebuilt_bench.sh NAME=COMMIT [NAME=COMMIT ...]    e.g. base=33a0c56 head=HEAD
+#   bash scripts/prebuilt_bench.sh NAME=COMMIT [NAME=COMMIT ...]    e.g. base=HEAD~1 head=HEAD
 # The packs (about 23 MB each, 7 MB for trees before the block team) travel with
 # `carry: [".devdeps/bench"]`, whose 64 MiB limit holds two or three of them.
 set -euo pipefail

@@ -2,7 +2,7 @@
 // Whether a team kernel stages its next slice's inputs while it computes (kernels/cuda/launch.cuh).
 // Staging keeps the memory system busy during the arithmetic but takes shared memory for a
 // second copy of the inputs, so fewer blocks fit at once: which wins depends on the kernel and
-// n, and each driver passes what measured faster on the H100 (docs/performance.md).
+// n, and each driver passes the faster choice for its kernels (measured: docs/performance.md).
 
 namespace sinkgrad::cuda {
 

@@ -34,8 +34,8 @@ struct TeamShape {
 // The exchange buffers of a block's teams (share()). With several teams to a warp, buffer b of
 // team k is at b * buffer_span + k * cap: the teams of a warp, which write the same buffer at
 // once, fill the banks side by side. (A team's two buffers side by side put teams two vectors
-// apart, on the same banks: every share's store conflicted 2-way at n = 4 and 8, and the
-// float64 kernels there ran 5-25% slower.) A warp-wide team keeps its two side by side.
+// apart, on the same banks: every share's store conflicted 2-way at n = 4 and 8.) A
+// warp-wide team keeps its two side by side.
 template <class Shape>
 struct TeamExchange {
   static constexpr int W = Shape::W;
@@ -52,8 +52,8 @@ struct TeamExchange {
 // aligned), and with several teams to a warp (4 <= W <= 16) an odd number of vectors of cap
 // Reals. The teams of a warp use their storage at the same offsets at once: regions an even
 // number of vectors apart start on the same banks and conflict, an odd number apart fill the
-// banks side by side. (The eps `unrolled` tape of 42 vectors, 2-way conflicts on every tape
-// access, made the float64 n = 4 reverse loop take 44% more stall samples than the default's 41.)
+// banks side by side. (The eps `unrolled` tape of 42 vectors conflicted 2-way on every tape
+// access, and the float64 n = 4 reverse loop stalled on it.)
 template <class Shape>
 __host__ __device__ constexpr int team_storage_reals(int reals) {
   reals = (reals + 3) / 4 * 4;

@@ -38,8 +38,8 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   // cannot reduce it: when b is far smaller than the terms it is the difference of, that mean
   // alone stayed above the tolerance, and CG stepped into the null space (n = 2: one step left
   // 2.8e-12 ||b||, the next had curvature 1e-43, the third 0, a breakdown). CG starts from b
-  // with its mean removed, where it copies b: a pass of its own over b took 6% longer on the
-  // CPU at n = 4 float64 (6.05 against 5.69 ms, B = 65536, 4 runs each).
+  // with its mean removed, where it copies b: a pass of its own would read b once more, and
+  // was slower on the CPU.
   const CorrectedSchurOperator<Real, Team, Matrices> schur(team, mats, m);
   const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history, true,
                                                    rhs_rounding_floor(settings, terms));

@@ -78,9 +78,9 @@ SINKGRAD_HD Real cg_start(const Team& team, const CgVector<Team, P>& b, CgVector
                           CgVector<Team, P>& r, CgVector<Team, P>& p, bool remove_mean,
                           Real scale) {
   if (P == 1 && remove_mean) {
-    // sum b and sum b^2 in one exchange, and r^T r = sum b^2 - (sum b)^2 / n. The mean's own
-    // sum before r^T r's made cg_corrected at n = 16 and 32 1.2-3.3% slower on an H200 than
-    // without it; in one exchange, 0.3-1.1%. The difference loses nothing where the mean is
+    // sum b and sum b^2 in one exchange, and r^T r = sum b^2 - (sum b)^2 / n: the mean's own
+    // sum before r^T r's would cost cg_corrected an exchange more (measured:
+    // docs/performance.md). The difference loses nothing where the mean is
     // small beside b; where it is not (the case the mean is removed for), r^T r is summed.
     const SumPair<Real> sums = team.sum2([&](Slot s) { return scale * b.part[0][s]; },
                                          [&](Slot s) {
@@ -132,8 +132,8 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
   // or 1e-25 made r^T r infinite or 0, and CG returned "ok" after no step.)
   Real scale = 1, unscale = 1;
   Real rr;
-  // One inlined start for both passes: a second copy made cg_corrected float32 n = 8 1.029 of
-  // 33a0c56 on an H100 (this form 1.002) and cg_plain(schur) float32 n = 8 1.022 (0.983).
+  // One inlined start for both passes: a second copy of it made the CG kernels slower
+  // (measured: docs/performance.md).
   SINKGRAD_NO_UNROLL
   for (;;) {
     rr = cg_start(team, b, x, r, p, remove_mean, scale);

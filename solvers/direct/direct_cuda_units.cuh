@@ -27,10 +27,9 @@ struct DirectMatrix {
 // columns and the replicated solution there too, they would push the kernel into spills
 // (ptxas, sm_90: n = 16 in float64 spills with them and uses 180 registers without).
 // Float64 n = 5..8: three blocks a multiprocessor asked of ptxas. Left to itself it takes 168
-// registers and 20 bytes of spill (since af68dee's exchange layout; 146 and none before) for the
-// same three blocks; asked, 168 and 4 bytes. On an H100 that ran n = 8 at 0.980 of 33a0c56's
-// time where it had run at 1.017 (136 rounds). At n = 16 the same request (168 registers, 200
-// bytes of spill, three blocks instead of two) ran 1.19 times as long.
+// registers and 20 bytes of spill for the same three blocks; asked, 168 and 4 bytes, which runs
+// faster. Not at n = 16: there the same request (168 registers, 200 bytes of spill, three blocks
+// instead of two) costs more in spills than the third block gains (docs/performance.md).
 template <class Real, class Shape>
 struct DirectCorrectedTeam {
   static constexpr int min_blocks_per_sm = sizeof(Real) == 8 && Shape::cap == 8 ? 3 : 0;

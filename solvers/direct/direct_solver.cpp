@@ -34,8 +34,8 @@ using math::DenseWorkspace;
 using math::SchurSystem;
 
 // The corrected system up to this n in the team form the GPU runs (direct_team.hpp), above it
-// with Eigen: float32, B = 65536, 2 threads, the team form took 29 against 48 ms at n = 4, 96
-// against 108 at n = 8 and 480 against 330 at n = 16 (Eigen's blocked Cholesky vectorises).
+// with Eigen, whose blocked Cholesky vectorises and is the faster above it (measured:
+// docs/benchmarks-cpu.md).
 constexpr int max_cpu_team_direct_n = 8;
 
 class DirectSolver : public SolverVariants<DirectSolver> {

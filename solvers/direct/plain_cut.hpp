@@ -79,7 +79,7 @@ SINKGRAD_HD PlainCut plain_pseudo_inverse(const Real* lambda, int lambda_stride,
   if (banded == 0) return cut;
   // The band's eigenpairs are measured after the loop, not inside it: on the GPU, where each
   // thread finds its band eigenvalue at another k, a branch inside the loop ran once per k for
-  // the warp (direct(plain) n = 4 float32 1.08x slower with it). So is the stable size, which
+  // the whole warp. So is the stable size, which
   // only a matrix with an eigenvalue in the band needs, and the terms' size (u = s_c - b).
   // Every size below is taken of b and s_c times `scale`, a power of two that brings the terms
   // to [1, 2): the measure compares squares, which over- or underflowed for G far from 1

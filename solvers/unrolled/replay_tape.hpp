@@ -44,8 +44,8 @@ SINKGRAD_HD void load_own(const Team& team, const Real* where, typename Team::Ve
 // components of u_T, all of v_T), then replay.back() for t = T .. 1 with the step's vectors
 // (own components of u_t, v_t and u_{t-1}, all of v_t). A replay whose step 1 may differ from
 // the others (replay.first_step_differs(): tilekernels' has no column half) gives that step as
-// first_step() and first_back(), which run outside the loops: a test in every step (d87bc66)
-// made the eps and TileKernels kernels up to 30% slower on an H100 (docs/performance.md).
+// first_step() and first_back(), which run outside the loops: a test in every step made the
+// eps and TileKernels kernels slower (docs/performance.md).
 // team.storage(): unrolled_workspace(team.stride(), T, L, Replay::two_sided) Reals.
 template <class Real, class Team, class Replay>
 SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& replay) {
@@ -68,8 +68,7 @@ SINKGRAD_HD void replay_in_reverse(const Team& team, int T, int L, Replay& repla
   const int last_start = (segments - 1) * L;
   // The peeled step 1 repeats what the loops do after a step (checkpoint, tape) and before a
   // step back (its vectors) rather than share those lines with them through lambdas: that
-  // changed the default kernel's code (its PTX and cubins differ from 19df424's), whose loops
-  // are kept as measured.
+  // changed the default kernel's generated code, whose loops are kept as benchmarked.
   int first = 1;
   if constexpr (peels) {
     if (peel && last_start >= 1) {

@@ -22,10 +22,9 @@ struct UnrolledTileMatrices : TileMatrices<Real, Shape, false> {
 
 template <class Real, class Shape>
 struct UnrolledTeam {
-  // Staging the next slice, chosen where measured (H100, T = 20, B = 2^20; docs/performance.md):
-  // float64 at n = 4 and 8 runs in 0.93 of the time without it (its shared memory costs
-  // resident blocks that pay more than the overlap), the other sizes and float32 keep it (1.03
-  // at n = 32 float64, up to 1.45 in float32 without it). Unmeasured n keep it.
+  // Staging the next slice, chosen where measured (docs/performance.md): off for float64 at
+  // n = 4 and 8 (its shared memory costs resident blocks that pay more than the overlap); the
+  // other sizes and float32 keep it, as do n not measured.
   static constexpr Staging staging =
       sizeof(Real) == 8 && (Shape::N == 4 || Shape::N == 8) ? Staging::off : Staging::on;
   int T;
@@ -41,15 +40,15 @@ struct UnrolledTeam {
 template <class Real, class Shape>
 struct ConventionUnrolledTeam {
   // float64 at n = 5..8: a minimum of three blocks gives 162 registers without spills, so that
-  // three blocks fit an SM where staging's shared memory does not hold them to two (as
-  // measured; with a minimum of one, 188 registers, two blocks; with none, 160). float32 at
+  // three blocks fit an SM where staging's shared memory does not hold them to two (with a
+  // minimum of one, 188 registers, two blocks; with none, 160). float32 at
   // n = 5..8: left to itself 80 registers and 44 bytes of spill stores; six blocks (at most 85
   // registers) give 79 without spills, the occupancy the default's 80 registers have (ptxas,
   // sm_90).
   static constexpr int min_blocks_per_sm = Shape::cap != 8 ? 0 : sizeof(Real) == 8 ? 3 : 6;
-  // Staging as UnrolledTeam's: off for float64 at n = 4, 8 and 32 (0.91-0.93 of the time at
-  // n = 4 and 32; at n = 32 four teams fit a block instead of two, twice the resident warps;
-  // at n = 8 with the three blocks above), on at n = 16 and in float32.
+  // Staging as UnrolledTeam's: off for float64 at n = 4, 8 and 32, where its shared memory
+  // costs more resident warps than the overlap gains (at n = 32 four teams fit a block instead
+  // of two; at n = 8 with the three blocks above), on at n = 16 and in float32.
   static constexpr Staging staging =
       sizeof(Real) == 8 && (Shape::N == 4 || Shape::N == 8 || Shape::N == 32) ? Staging::off
                                                                               : Staging::on;

@@ -20,7 +20,7 @@ namespace sinkgrad::math {
 // Workspace (in Reals) for segment length L: checkpoints + one segment of f and g. The last
 // segment runs on from the forward's state, so only the segments before it have a checkpoint
 // (one vector less per side: at T = 20 that keeps the team kernels of the eps forwards at the
-// default's occupancy on an H100, n = 4 and 16, float32).
+// default's occupancy, n = 4 and 16, float32).
 SINKGRAD_HD long long unrolled_workspace(int n, int T, int L, bool two_sided = false) {
   const long long checkpoints = (T + L - 1) / L - 1;
   // two_sided: the team tapes of forwards with eps, both vectors at a checkpoint, and one vector
