@@ -1,5 +1,7 @@
 #pragma once
-// Batched Sinkhorn forward (see forward_math.hpp for the convention and the log-domain form).
+// Batched Sinkhorn forward. The math: forward/forward_team.hpp (the team form),
+// forward/log_domain.hpp (the log-domain loop), forward/convention_forward.hpp and
+// forward/convention_team.hpp (the conventions with eps or the softmax base).
 
 #include "core/batch.hpp"
 #include "core/forward_spec.hpp"

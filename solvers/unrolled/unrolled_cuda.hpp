@@ -1,9 +1,10 @@
 #pragma once
 // The CUDA batch driver of `unrolled`, for float and double, every n >= 1.
-// Every pointer and view is CUDA device memory. The call launches on the legacy default stream
-// and returns without waiting: launch errors throw sinkgrad::Error at once, errors while the
-// kernel runs surface at the next checked synchronising call (cuda::synchronize). Compiled only
-// when the build has CUDA (SINKGRAD_WITH_CUDA).
+// Every pointer and view is CUDA device memory. The call launches on the problem's stream
+// (cuda::stream_of(problem); null: the legacy default stream) and returns without waiting: launch
+// errors throw sinkgrad::Error at once, errors while the kernel runs surface at the next checked
+// synchronising call (cuda::synchronize). Compiled only when the build has CUDA
+// (SINKGRAD_WITH_CUDA).
 
 #include "core/backward_problem.hpp"
 #include "kernels/cuda/matrix_subset.hpp"

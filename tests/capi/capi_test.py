@@ -140,7 +140,8 @@ class ThroughTheCAbi(unittest.TestCase):
 
 
 def convention_tape(M, T, convention, eps):
-    """FORWARDS.md's formula on explicit matrices: base, then X / (X.sum(axis) + eps)."""
+    """docs/math.md's formula ("Forward conventions") on explicit matrices: base, then
+    X / (X.sum(axis) + eps)."""
     if convention == "tilekernels":
         S = np.exp(M - M.max(-1, keepdims=True))
         S = S / S.sum(-1, keepdims=True)

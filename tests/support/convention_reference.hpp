@@ -1,9 +1,9 @@
 #pragma once
-// Independent references of the forward conventions (FORWARDS.md), written from their formulas
-// in the most direct way and sharing no code with forward/ or solvers/: the base matrix
-// (exp(M), or softmax_rows(M) + eps), then each division X / (X.sum(axis) + eps) on the
-// explicit matrix, and for the gradient an autograd-style tape of every iterate and its
-// denominators with the textbook adjoint of each division. long double throughout.
+// Independent references of the forward conventions (docs/math.md, "Forward conventions"),
+// written from their formulas in the most direct way and sharing no code with forward/ or
+// solvers/: the base matrix (exp(M), or softmax_rows(M) + eps), then each division X / (X.sum(axis)
+// + eps) on the explicit matrix, and for the gradient an autograd-style tape of every iterate and
+// its denominators with the textbook adjoint of each division. long double throughout.
 
 #include <algorithm>
 #include <cmath>

@@ -87,9 +87,9 @@ class Float64Gradients(unittest.TestCase):
 
 
 class ForwardConventions(unittest.TestCase):
-    """forward= and eps= against the formulas of FORWARDS.md written out in torch (reference.py):
-    R, the unrolled gradient (its autograd), the implicit formulas on R, and every solver against
-    unrolled once converged."""
+    """forward= and eps= against the formulas of docs/math.md ("Forward conventions") written out
+    in torch (reference.py): R, the unrolled gradient (its autograd), the implicit formulas on R,
+    and every solver against unrolled once converged."""
 
     CASES = (("columns_first", 0.0), ("columns_first", 1e-3), ("rows_first", 0.0),
              ("rows_first", 1e-3), ("tilekernels", 1e-6), ("tilekernels", 0.0),

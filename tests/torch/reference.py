@@ -20,8 +20,8 @@ def sinkhorn_torch(M, T):
 
 
 def convention_torch(M, T, forward, eps):
-    """The forwards of ../shared/brief/FORWARDS.md written out as their formulas, with eps in
-    every denominator: rows_first is T times rows then columns of exp(M); tilekernels starts
+    """The forwards of docs/math.md ("Forward conventions") written out as their formulas, with
+    eps in every denominator: rows_first is T times rows then columns of exp(M); tilekernels starts
     from softmax_rows(M) + eps, normalises columns, then T - 1 times rows and columns."""
     def rows(X):
         return X / (X.sum(-1, keepdim=True) + eps)
