@@ -1,6 +1,7 @@
 #pragma once
 // The definitions behind forward/forward_cuda_teams.hpp: the forward's team body over the
-// tiles of kernels/cuda/launch.cuh. Included only by the forward_cuda_teams_*.cu units.
+// tiles of kernels/cuda/launch.cuh. Included only by the forward_cuda_teams_*.cu units (generated:
+// forward/CMakeLists.txt).
 
 #include <type_traits>
 

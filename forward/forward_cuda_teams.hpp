@@ -1,8 +1,9 @@
 #pragma once
 // The team-form launches of the CUDA forward (n <= 1024), declared here and compiled in
 // forward_cuda_teams_*.cu, one unit per precision and form, so that a build compiles them in
-// parallel (each instantiates every team shape in both orientations). Compiled only when the
-// build has CUDA (SINKGRAD_WITH_CUDA).
+// parallel (each instantiates every team shape in both orientations). Those units are generated
+// in the build tree, one line per template in forward/CMakeLists.txt (cmake/instantiations.cmake).
+// Compiled only when the build has CUDA (SINKGRAD_WITH_CUDA).
 
 #include "core/batch.hpp"
 #include "core/forward_spec.hpp"

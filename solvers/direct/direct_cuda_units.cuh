@@ -1,6 +1,6 @@
 #pragma once
 // The definitions behind solvers/direct/direct_cuda_units.hpp. Included only by the
-// direct_cuda_{teams,per_matrix}_*.cu units.
+// direct_cuda_{teams,per_matrix}_*.cu units (generated: solvers/direct/CMakeLists.txt).
 
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/per_matrix_launch.cuh"

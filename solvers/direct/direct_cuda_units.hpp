@@ -1,8 +1,9 @@
 #pragma once
 // The two launches of the CUDA `direct`, declared here and compiled in direct_cuda_*.cu, one unit
 // per form and precision, so that a build compiles them in parallel (the team form instantiates
-// every team shape, the one-thread form the Jacobi eigendecomposition and the Cholesky).
-// Compiled only when the build has CUDA (SINKGRAD_WITH_CUDA).
+// every team shape, the one-thread form the Jacobi eigendecomposition and the Cholesky). Those
+// units are generated in the build tree, one line per template in solvers/direct/CMakeLists.txt
+// (cmake/instantiations.cmake). Compiled only when the build has CUDA (SINKGRAD_WITH_CUDA).
 
 #include "core/backward_problem.hpp"
 #include "solvers/common/implicit_math.hpp"  // SchurSystem

@@ -1,6 +1,7 @@
 #pragma once
 // The definitions behind solvers/unrolled/unrolled_cuda_teams.hpp: the replay's team bodies over
-// the tiles of kernels/cuda/launch.cuh. Included only by the unrolled_cuda_teams_*.cu units.
+// the tiles of kernels/cuda/launch.cuh. Included only by the unrolled_cuda_teams_*.cu units
+// (generated: solvers/unrolled/CMakeLists.txt).
 
 #include <algorithm>
 

@@ -1,8 +1,9 @@
 #pragma once
 // The team-form launches of the CUDA `unrolled` (n <= 1024), declared here and compiled in
 // unrolled_cuda_teams_*.cu, one unit per precision and form, so that a build compiles them in
-// parallel (each instantiates every team shape in both orientations). Compiled only when the
-// build has CUDA (SINKGRAD_WITH_CUDA).
+// parallel (each instantiates every team shape in both orientations). Those units are generated
+// in the build tree, one line per template in solvers/unrolled/CMakeLists.txt
+// (cmake/instantiations.cmake). Compiled only when the build has CUDA (SINKGRAD_WITH_CUDA).
 
 #include "core/backward_problem.hpp"
 #include "kernels/cuda/matrix_subset.hpp"

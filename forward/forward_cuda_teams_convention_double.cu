@@ -1,7 +1,0 @@
-// One instantiation of forward/forward_cuda_teams.cuh (a unit of its own: see its header).
-#include "forward/forward_cuda_teams.cuh"
-
-namespace sinkgrad::cuda::forward_detail {
-template void convention_forward_teams(BatchView<const double>, int, BatchView<double>, double*,
-                                       unsigned long long*, const ForwardSpec&, void*);
-}  // namespace sinkgrad::cuda::forward_detail
