@@ -15,7 +15,7 @@
 
 #include "cli/text_format.hpp"
 #include "core/solver_registry.hpp"
-#include "experiments/study/solver_contract.hpp"
+#include "experiments/study/solve_checked.hpp"
 #include "forward/sinkhorn_forward.hpp"
 
 namespace sinkgrad::cli {

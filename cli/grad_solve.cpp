@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/version.hpp"
-#include "experiments/study/solver_contract.hpp"
+#include "experiments/study/solve_checked.hpp"
 #include "forward/sinkhorn_forward.hpp"
 
 namespace sinkgrad::cli {

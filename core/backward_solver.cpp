@@ -6,6 +6,7 @@
 #include "core/device_runtime.hpp"
 #include "core/error.hpp"
 #include "core/solve_diagnostics.hpp"
+#include "core/solver_contract.hpp"
 
 namespace sinkgrad {
 namespace {
@@ -117,7 +118,8 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
     if (!all_in(MemorySpace::host, problem, result))
       throw Error("a solve on the cpu needs every batch in host memory");
     if (diagnostics.any()) store_diagnostics_on_host(problem.forward_output, diagnostics);
-    solve_cpu(problem, result);
+    behind_exception_boundary(*this, [&] { solve_cpu(problem, result); });
+    check_solver_output(*this, result);
     return;
   }
   device::require_cuda();
@@ -125,7 +127,7 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   if (all_in(MemorySpace::device, problem, result)) {
     if (diagnostics.any())
       device::store_diagnostics(problem.forward_output, diagnostics, problem.stream);
-    solve_cuda(problem, result);
+    behind_exception_boundary(*this, [&] { solve_cuda(problem, result); });
     if (wait) device::synchronize(what);
     return;
   }
@@ -138,8 +140,11 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   if (diagnostics.any()) store_diagnostics_on_host(problem.forward_output, diagnostics);
   device::solve_staged<Real>(
       problem, result,
-      [this](const BackwardProblem<Real>& p, const BackwardResult<Real>& r) { solve_cuda(p, r); },
+      [this](const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
+        behind_exception_boundary(*this, [&] { solve_cuda(p, r); });
+      },
       what);
+  check_solver_output(*this, result);
 }
 
 template void BackwardSolver::checked_solve(const BackwardProblem<float>&,

@@ -45,6 +45,10 @@ class BackwardSolver {
   //                 (copied to the GPU, solved there, the outputs copied back); no mix.
   //                 Throws Error("no CUDA device: ...") when no GPU is usable, and Error with
   //                 CUDA's message when a CUDA call or kernel fails.
+  // The solver's output contract applies (core/solver_contract.hpp): whatever solve_cpu or
+  // solve_cuda throws becomes Error naming the solver; a host result with an unknown status or a
+  // negative iteration count is an Error, and a non-finite gradient is never reported as a
+  // success or not_converged (breakdown).
   void solve(const BackwardProblem<float>& problem, const BackwardResult<float>& result,
              Device device = Device::cpu) const;
   void solve(const BackwardProblem<double>& problem, const BackwardResult<double>& result,

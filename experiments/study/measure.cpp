@@ -10,7 +10,7 @@
 #include "experiments/study/gpu_timing.hpp"
 #include "experiments/study/host_info.hpp"
 #include "experiments/study/metrics.hpp"
-#include "experiments/study/solver_contract.hpp"
+#include "experiments/study/solve_checked.hpp"
 #include "forward/sinkhorn_forward.hpp"
 
 namespace sinkgrad::study {
