@@ -140,8 +140,8 @@ __global__ void __launch_bounds__(team_block_threads, team_min_blocks<Body>())
 
   if constexpr (listed) {
     __shared__ index_t list[listed_capacity(team_block_threads, team_block_threads)];
-    __shared__ int held;
-    ListedSlices slices(subset, batch, list, &held);
+    __shared__ int counters[2];
+    ListedSlices slices(subset, batch, list, counters);
     while (const int count = slices.next(teams)) {
       copy_listed_tiles<Real, true, Shape::N, transposed>(tiles0, tile_reals, stride,
                                                           const_cast<Real*>(in0), list, count, n);
@@ -214,9 +214,9 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
   const std::size_t bytes = shared_bytes(teams);
   // The listed form's list is static shared memory on top.
   const std::size_t list_bytes =
-      listed
-          ? listed_capacity(team_block_threads, team_block_threads) * sizeof(index_t) + sizeof(int)
-          : 0;
+      listed ? listed_capacity(team_block_threads, team_block_threads) * sizeof(index_t) +
+                   2 * sizeof(int)
+             : 0;
   if (bytes + list_bytes > std::size_t(limit))
     throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
                 " bytes of shared memory per matrix, more than a CUDA block has");

@@ -2,10 +2,11 @@
 // How a block of the team kernel finds the matrices of a subset (matrix_subset.hpp): it reads
 // the statuses of windows of scan_per_thread * blockDim.x matrices (windows blockIdx.x,
 // blockIdx.x + gridDim.x, ...: interleaved, so that a cluster of selected matrices spreads over
-// the blocks), each thread holding which of its scan_per_thread matrices are selected, lists
-// the selected ones in shared memory a row of blockDim.x at a time and hands them out as slices
-// of up to `teams`. A window with none selected costs its loads and one barrier; no kernel of
-// its own counts or lists the matrices first.
+// the blocks), each thread holding which of its scan_per_thread matrices are selected, lists the
+// selected ones in shared memory and hands them out as slices of up to `teams`. A window with
+// none selected costs its loads and one barrier; one with a few is listed whole; a crowded one
+// a row of blockDim.x at a time, as the list empties. No kernel of its own counts or lists the
+// matrices first.
 
 #include <cuda_runtime.h>
 
@@ -18,19 +19,27 @@ namespace sinkgrad::cuda::detail {
 // selection is a bit mask).
 inline constexpr int scan_per_thread = 16;
 
-// Entries a block's list needs: fewer than `teams` are held when a row of `threads` is listed.
+// Rows a block lists at once when a window is listed whole.
+inline constexpr int listed_rows = 4;
+
+// Entries a block's list holds: fewer than `teams` are held when a window of few selected (at
+// most listed_rows rows' worth) or a row of `threads` is listed.
 __host__ __device__ constexpr int listed_capacity(int threads, int teams) {
-  return teams + threads;
+  return teams + listed_rows * threads;
 }
 
 class ListedSlices {
  public:
-  // Every thread of the block constructs it; list holds listed_capacity entries, held one int
-  // (shared memory).
-  __device__ ListedSlices(MatrixSubset subset, index_t batch, index_t* list, int* held)
-      : subset_(subset), batch_(batch), list_(list), held_(held) {
+  // Every thread of the block constructs it; list holds listed_capacity entries, counters two
+  // ints (shared memory): the entries held, and the matrices selected in the windows read.
+  __device__ ListedSlices(MatrixSubset subset, index_t batch, index_t* list, int* counters)
+      : subset_(subset),
+        batch_(batch),
+        list_(list),
+        held_(counters),
+        selected_total_(counters + 1) {
     next_window_ = index_t(blockIdx.x) * window();
-    if (threadIdx.x == 0) *held_ = 0;
+    if (threadIdx.x == 0) *held_ = *selected_total_ = 0;
     __syncthreads();
   }
 
@@ -39,10 +48,17 @@ class ListedSlices {
   __device__ int next(int teams) {
     int held = held_count_;
     if (taken_ > 0) {
-      const int rest = held - taken_;  // < blockDim.x: one entry a thread moves
-      const index_t moved = int(threadIdx.x) < rest ? list_[taken_ + threadIdx.x] : 0;
+      const int rest = held - taken_;  // <= listed_rows * blockDim.x
+      index_t moved[listed_rows];
+      for (int k = 0; k < listed_rows; ++k) {
+        const int from = taken_ + int(threadIdx.x) + k * int(blockDim.x);
+        moved[k] = from < held ? list_[from] : 0;
+      }
       __syncthreads();  // every entry read before any is overwritten
-      if (int(threadIdx.x) < rest) list_[threadIdx.x] = moved;
+      for (int k = 0; k < listed_rows; ++k) {
+        const int to = int(threadIdx.x) + k * int(blockDim.x);
+        if (to < rest) list_[to] = moved[k];
+      }
       if (threadIdx.x == 0) *held_ = rest;
       __syncthreads();
       held = rest;
@@ -57,7 +73,23 @@ class ListedSlices {
         }
         window_ = next_window_;
         next_window_ += index_t(gridDim.x) * window();
-        row_ = __syncthreads_or(selected_ != 0) ? 0 : scan_per_thread;
+        row_ = scan_per_thread;
+        if (!__syncthreads_or(selected_ != 0)) continue;
+        // How many the window selected: listed whole where the list has room for them.
+        if (selected_ != 0) atomicAdd(selected_total_, __popc(selected_));
+        __syncthreads();
+        const int total = *selected_total_ - selected_seen_;
+        selected_seen_ += total;
+        if (held + total <= teams + listed_rows * int(blockDim.x)) {
+          for (int k = 0; k < scan_per_thread; ++k)
+            if ((selected_ >> k) & 1u)
+              list_[atomicAdd(held_, 1)] = window_ + threadIdx.x + index_t(k) * blockDim.x;
+          __syncthreads();  // the window's entries listed
+          held = *held_;
+          __syncthreads();  // read by every thread before the list changes again
+          continue;
+        }
+        row_ = 0;
         continue;
       }
       if ((selected_ >> row_) & 1u)
@@ -81,6 +113,8 @@ class ListedSlices {
   index_t batch_;
   index_t* list_;
   int* held_;
+  int* selected_total_;
+  int selected_seen_ = 0;    // *selected_total_ when this thread last read it
   index_t window_ = 0;       // the window being listed
   index_t next_window_ = 0;  // the next window to read
   unsigned selected_ = 0;    // bit k: this thread's matrix of row k of the window is selected
