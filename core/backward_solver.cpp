@@ -118,6 +118,7 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
     if (!all_in(MemorySpace::host, problem, result))
       throw Error("a solve on the cpu needs every batch in host memory");
     if (diagnostics.any()) store_diagnostics_on_host(problem.forward_output, diagnostics);
+    mark_not_written(result);
     behind_exception_boundary(*this, [&] { solve_cpu(problem, result); });
     check_solver_output(*this, result);
     return;

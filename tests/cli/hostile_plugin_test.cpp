@@ -57,6 +57,8 @@ TEST_F(HostilePlugin, BrokenOutputContractIsAnError) {
   expect_failed_cleanly(grad("hostile_test", "bad_status"), 1, "matrix 0 has status code 7");
   expect_failed_cleanly(grad("hostile_test", "negative_iterations"), 1,
                         "matrix 0 reports -3 iterations");
+  expect_failed_cleanly(grad("hostile_test", "writes_nothing"), 1,
+                        "it did not write the status of matrix 0");
   expect_failed_cleanly(grad("hostile_null_test", ""), 2, "its factory returned null");
 }
 

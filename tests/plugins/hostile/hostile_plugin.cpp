@@ -7,6 +7,7 @@
 //     nan_ok               NaN gradient with status ok
 //     bad_status           status code 7 on matrix 0
 //     negative_iterations  iterations -3 on matrix 0
+//     writes_nothing       returns without writing anything
 //   hostile_null_test: its factory returns null.
 
 #include <cmath>
@@ -40,6 +41,7 @@ class Hostile : public BackwardSolver {
   void run(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     if (mode_ == "throw_int") throw 42;
     if (mode_ == "throw_std") throw std::runtime_error("hostile solver gave up");
+    if (mode_ == "writes_nothing") return;
     const Real value = mode_ == "nan_ok" ? std::numeric_limits<Real>::quiet_NaN() : Real(0);
     for (index_t b = 0; b < problem.grad_output.batch; ++b) {
       Real* grad = result.grad_logits.matrix(b);
@@ -57,14 +59,14 @@ class Hostile : public BackwardSolver {
 
 void register_solvers(SolverRegistry& registry) {
   const std::vector<Precision> both{Precision::float32, Precision::float64};
-  SolverInfo info{
-      "hostile_test",
-      "breaks the solver contract on purpose (tests)",
-      {Device::cpu},
-      both,
-      {OptionSpec::choice(
-          "mode", {"ok", "throw_int", "throw_std", "nan_ok", "bad_status", "negative_iterations"},
-          "how to misbehave")}};
+  SolverInfo info{"hostile_test",
+                  "breaks the solver contract on purpose (tests)",
+                  {Device::cpu},
+                  both,
+                  {OptionSpec::choice("mode",
+                                      {"ok", "throw_int", "throw_std", "nan_ok", "bad_status",
+                                       "negative_iterations", "writes_nothing"},
+                                      "how to misbehave")}};
   registry.add(info, [info](const OptionValues& options) {
     return std::make_unique<Hostile>(info, options);
   });
