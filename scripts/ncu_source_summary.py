@@ -10,8 +10,7 @@ Prints the kernel's executed warp-instructions and warp-stall samples in all, th
 innermost loop (a backward branch of the SASS and its body) its length, how often it ran, its
 share of the instructions and of the samples, and its most stalled instructions; then the same
 for everything outside the loops. Two kernels' summaries side by side tell whether their
-difference is in the loops' length, in their stalls, or outside them (docs/performance.md,
-"Team shared memory without bank conflicts"). Standard library only."""
+difference is in the loops' length, in their stalls, or outside them. Standard library only."""
 import argparse
 import csv
 import re

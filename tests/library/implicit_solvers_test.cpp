@@ -167,8 +167,7 @@ TEST(ImplicitSolvers, CorrectedCgSolvesEveryTwoByTwoSystem) {
 // The Schur right-hand side is then rounding alone (exactly 0 for a constant G). Before
 // plain_cut.hpp measured the near-cut change against the size of b's terms, direct (plain)
 // reported a quarter to a half of these matrices as ill_conditioned. cg_plain (schur) is not
-// held to this: it fits that rounding into the null space of the converged plain system
-// (docs/performance.md, "A residual floor for CG, tried and reverted").
+// held to this: it fits that rounding into the null space of the converged plain system.
 template <class Real>
 void expect_zero_gradient_for_ignored_g(std::mt19937_64& rng, double bound) {
   for (int n : {2, 3, 4, 8, 16}) {
