@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/backward_solver.hpp"
+#include "core/batch.hpp"
 #include "core/forward_spec.hpp"
 #include "core/types.hpp"
 
@@ -36,6 +37,21 @@ int guarded(const char* function, Body&& body) noexcept {
 
 // SINKGRAD_C_CPU / SINKGRAD_C_CUDA -> Device.
 Device device_of(int device);
+// Where the caller's arrays live for a call on `device`: host memory on the cpu, device memory
+// on cuda.
+inline MemorySpace space_of(Device device) {
+  return device == Device::cuda ? MemorySpace::device : MemorySpace::host;
+}
+
+// A view of the caller's [batch][n][n] array.
+template <class Real>
+BatchView<Real> view(void* data, std::int64_t batch, int n, MemorySpace space) {
+  return {static_cast<Real*>(data), batch, n, space};
+}
+template <class Real>
+BatchView<const Real> view(const void* data, std::int64_t batch, int n, MemorySpace space) {
+  return {static_cast<const Real*>(data), batch, n, space};
+}
 // SINKGRAD_C_FLOAT32 or SINKGRAD_C_FLOAT64.
 void check_dtype(int dtype);
 // batch >= 0, n >= 1, T >= 1.

@@ -13,15 +13,10 @@ using namespace sinkgrad;
 using namespace sinkgrad::capi;
 
 template <class Real>
-BatchView<const Real> view(const void* data, std::int64_t batch, int n, MemorySpace space) {
-  return {static_cast<const Real*>(data), batch, n, space};
-}
-
-template <class Real>
 void replace_failures(Device device, std::int64_t batch, int n, int T, const void* logits,
                       const void* G, void* grad, const std::int32_t* status,
                       const ForwardSpec& spec, void* stream, bool wait) {
-  const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
+  const MemorySpace space = space_of(device);
   const BackwardProblem<Real> problem{view<Real>(logits, batch, n, space),
                                       {nullptr, batch, n, space},
                                       view<Real>(G, batch, n, space),
@@ -38,12 +33,16 @@ void replace_failures(Device device, std::int64_t batch, int n, int T, const voi
   if (device == Device::cuda && wait) device::synchronize("the exact fallback on cuda");
 }
 
-int replace_failures_checked(const char* function, Device device, int dtype, std::int64_t batch,
-                             int n, int T, const char* convention, double eps, const void* logits,
-                             const void* G, void* grad, const std::int32_t* status, void* stream,
-                             bool wait) {
+// Both entry points: their checks in order, then the fallback in the precision dtype names.
+// stream_ordered: on cuda without waiting, `device` not read.
+int replace_failures_checked(const char* function, int device, bool stream_ordered, int dtype,
+                             std::int64_t batch, int n, int T, const char* convention, double eps,
+                             const void* logits, const void* G, void* grad,
+                             const std::int32_t* status, void* stream) {
   return guarded(function, [&] {
+    const Device on = stream_ordered ? Device::cuda : device_of(device);
     const ForwardSpec spec = spec_of(convention, eps);
+    const bool wait = !stream_ordered;
     check_dtype(dtype);
     check_shape(batch, n, T);
     require(logits, "logits", batch);
@@ -51,9 +50,9 @@ int replace_failures_checked(const char* function, Device device, int dtype, std
     require(grad, "grad", batch);
     require(status, "status", batch);
     if (dtype == SINKGRAD_C_FLOAT32)
-      replace_failures<float>(device, batch, n, T, logits, G, grad, status, spec, stream, wait);
+      replace_failures<float>(on, batch, n, T, logits, G, grad, status, spec, stream, wait);
     else
-      replace_failures<double>(device, batch, n, T, logits, G, grad, status, spec, stream, wait);
+      replace_failures<double>(on, batch, n, T, logits, G, grad, status, spec, stream, wait);
   });
 }
 
@@ -64,17 +63,15 @@ extern "C" {
 int sinkgrad_replace_failures(int device, int dtype, int64_t batch, int n, int T,
                               const char* convention, double eps, const void* logits, const void* G,
                               void* grad, const int32_t* status) {
-  Device on = Device::cpu;
-  if (guarded("sinkgrad_replace_failures", [&] { on = device_of(device); }) != 0) return 1;
-  return replace_failures_checked("sinkgrad_replace_failures", on, dtype, batch, n, T, convention,
-                                  eps, logits, G, grad, status, nullptr, true);
+  return replace_failures_checked("sinkgrad_replace_failures", device, false, dtype, batch, n, T,
+                                  convention, eps, logits, G, grad, status, nullptr);
 }
 
 int sinkgrad_replace_failures_async(int dtype, int64_t batch, int n, int T, const char* convention,
                                     double eps, const void* logits, const void* G, void* grad,
                                     const int32_t* status, void* stream) {
-  return replace_failures_checked("sinkgrad_replace_failures_async", Device::cuda, dtype, batch, n,
-                                  T, convention, eps, logits, G, grad, status, stream, false);
+  return replace_failures_checked("sinkgrad_replace_failures_async", 0, true, dtype, batch, n, T,
+                                  convention, eps, logits, G, grad, status, stream);
 }
 
 }  // extern "C"

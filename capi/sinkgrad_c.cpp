@@ -24,29 +24,37 @@ using namespace sinkgrad::capi;
 static_assert(std::is_same_v<std::underlying_type_t<SolveStatus>, std::int32_t>);
 static_assert(sizeof(SolveStatus) == sizeof(std::int32_t));
 
+// stream_ordered: the forward launched on `stream` without waiting (device memory), else a
+// waiting forward on `device`.
 template <class Real>
-BatchView<Real> view(void* data, std::int64_t batch, int n, MemorySpace space) {
-  return {static_cast<Real*>(data), batch, n, space};
+void forward(Device device, bool stream_ordered, std::int64_t batch, int n, int T,
+             const void* logits, void* R, void* stream, const ForwardSpec& spec) {
+  const MemorySpace space = space_of(device);
+  if (stream_ordered)
+    sinkhorn_forward_async<Real>(view<Real>(logits, batch, n, space), T,
+                                 view<Real>(R, batch, n, space), stream, spec);
+  else
+    sinkhorn_forward<Real>(view<Real>(logits, batch, n, space), T, view<Real>(R, batch, n, space),
+                           nullptr, device, spec);
 }
 
-template <class Real>
-BatchView<const Real> view(const void* data, std::int64_t batch, int n, MemorySpace space) {
-  return {static_cast<const Real*>(data), batch, n, space};
-}
-
-template <class Real>
-void forward_async(std::int64_t batch, int n, int T, const void* logits, void* R, void* stream,
-                   const ForwardSpec& spec = {}) {
-  sinkhorn_forward_async<Real>(view<Real>(logits, batch, n, MemorySpace::device), T,
-                               view<Real>(R, batch, n, MemorySpace::device), stream, spec);
-}
-
-template <class Real>
-void forward(Device device, std::int64_t batch, int n, int T, const void* logits, void* R,
-             const ForwardSpec& spec) {
-  const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
-  sinkhorn_forward<Real>(view<Real>(logits, batch, n, space), T, view<Real>(R, batch, n, space),
-                         nullptr, device, spec);
+// Both forward entry points: their checks in order, then the forward in the precision dtype
+// names. stream_ordered: on cuda, `device` not read.
+int checked_forward(const char* function, int device, bool stream_ordered, int dtype,
+                    std::int64_t batch, int n, int T, const char* convention, double eps,
+                    const void* logits, void* R, void* stream) {
+  return guarded(function, [&] {
+    const ForwardSpec spec = spec_of(convention, eps);
+    const Device on = stream_ordered ? Device::cuda : device_of(device);
+    check_dtype(dtype);
+    check_shape(batch, n, T);
+    require(logits, "logits", batch);
+    require(R, "R", batch);
+    if (dtype == SINKGRAD_C_FLOAT32)
+      forward<float>(on, stream_ordered, batch, n, T, logits, R, stream, spec);
+    else
+      forward<double>(on, stream_ordered, batch, n, T, logits, R, stream, spec);
+  });
 }
 
 // wait: BackwardSolver::solve on `device` (waits for the GPU); otherwise solve_async, device
@@ -64,7 +72,7 @@ void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int 
            const void* logits, const void* R, const void* G, void* grad, std::int32_t* status,
            std::int32_t* iterations, const ForwardSpec& spec, void* stream = nullptr,
            bool wait = true, const CDiagnostics& diagnostics = {}) {
-  const MemorySpace space = device == Device::cuda ? MemorySpace::device : MemorySpace::host;
+  const MemorySpace space = space_of(device);
   // Without logits the view stays empty (B = 0, null), which the solver reads as "not given".
   const BatchView<const Real> M =
       logits != nullptr ? view<Real>(logits, batch, n, space) : BatchView<const Real>{};
@@ -120,18 +128,8 @@ int sinkgrad_forward(int device, int dtype, int64_t batch, int n, int T, const v
 
 int sinkgrad_forward_convention(int device, int dtype, int64_t batch, int n, int T,
                                 const char* convention, double eps, const void* logits, void* R) {
-  return guarded("sinkgrad_forward", [&] {
-    const ForwardSpec spec = spec_of(convention, eps);
-    const Device on = device_of(device);
-    check_dtype(dtype);
-    check_shape(batch, n, T);
-    require(logits, "logits", batch);
-    require(R, "R", batch);
-    if (dtype == SINKGRAD_C_FLOAT32)
-      forward<float>(on, batch, n, T, logits, R, spec);
-    else
-      forward<double>(on, batch, n, T, logits, R, spec);
-  });
+  return checked_forward("sinkgrad_forward", device, false, dtype, batch, n, T, convention, eps,
+                         logits, R, nullptr);
 }
 
 int sinkgrad_solve(const char* solver, const char* options, int device, int dtype, int64_t batch,
@@ -179,17 +177,8 @@ int sinkgrad_forward_async(int dtype, int64_t batch, int n, int T, const void* l
 int sinkgrad_forward_convention_async(int dtype, int64_t batch, int n, int T,
                                       const char* convention, double eps, const void* logits,
                                       void* R, void* stream) {
-  return guarded("sinkgrad_forward_async", [&] {
-    const ForwardSpec spec = spec_of(convention, eps);
-    check_dtype(dtype);
-    check_shape(batch, n, T);
-    require(logits, "logits", batch);
-    require(R, "R", batch);
-    if (dtype == SINKGRAD_C_FLOAT32)
-      forward_async<float>(batch, n, T, logits, R, stream, spec);
-    else
-      forward_async<double>(batch, n, T, logits, R, stream, spec);
-  });
+  return checked_forward("sinkgrad_forward_async", 0, true, dtype, batch, n, T, convention, eps,
+                         logits, R, stream);
 }
 
 int sinkgrad_solve_async(const char* solver, const char* options, int dtype, int64_t batch, int n,

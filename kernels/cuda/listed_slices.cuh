@@ -43,8 +43,9 @@ class ListedSlices {
     __syncthreads();
   }
 
-  // Every thread calls it: drops the slice last handed out, then lists list()[0 .. count) as the
-  // next (count <= teams), or returns 0 when the block's share is done.
+  // Every thread calls it: drops the slice last handed out, then puts the next one (count <=
+  // teams matrices) first in the list and returns count, or returns 0 when the block's share is
+  // done.
   __device__ int next(int teams) {
     int held = held_count_;
     if (taken_ > 0) {
@@ -103,8 +104,6 @@ class ListedSlices {
     taken_ = held < teams ? held : teams;
     return taken_;
   }
-
-  __device__ const index_t* list() const { return list_; }
 
  private:
   __device__ index_t window() const { return index_t(scan_per_thread) * blockDim.x; }

@@ -7,9 +7,9 @@ path the build or `cmake --install` wrote into _location.py, or given:
     grad, status, iterations = lib.solve_numpy("cg_corrected", "", None, R, G, 20)
 
 Pointers are integers (a tensor's data_ptr(), a stream's cuda_stream, an array's ctypes.data);
-dtype is the element size, 4 (float32) or 8 (float64). A convention is (name, eps), eps None for
-the convention's own (the library's table, default_eps; NaN too). A failed call raises SinkgradError with
-the library's message.
+dtype is the element size, 4 (float32) or 8 (float64). A convention is (name, eps), eps None
+(or NaN) for the convention's own (the library's table, default_eps). A failed call raises
+SinkgradError with the library's message.
 """
 import ctypes
 import os
@@ -51,6 +51,7 @@ class Library:
     def __init__(self, path=None):
         path = path or library_path()
         self.path = path
+        self._default_eps = {}  # convention -> the library's eps, read once (every call uses it)
         try:
             self._lib = ctypes.CDLL(path)
         except OSError as error:
@@ -97,9 +98,11 @@ class Library:
 
     def default_eps(self, convention):
         """The eps a convention adds when none is given (docs/math.md, "Forward conventions")."""
-        eps = ctypes.c_double()
-        self._check(self._lib.sinkgrad_default_eps(convention.encode(), ctypes.byref(eps)))
-        return eps.value
+        if convention not in self._default_eps:
+            eps = ctypes.c_double()
+            self._check(self._lib.sinkgrad_default_eps(convention.encode(), ctypes.byref(eps)))
+            self._default_eps[convention] = eps.value
+        return self._default_eps[convention]
 
     @property
     def has_cuda(self):
