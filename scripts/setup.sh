@@ -26,7 +26,8 @@ fi
 
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-# nvcc is usually outside PATH; the CUDA variants are built whenever it is found.
+# nvcc is usually outside PATH; the CUDA variants are built where it is found and a GPU is
+# (-DSINKGRAD_CUDA=AUTO), or wherever it is found with -DSINKGRAD_CUDA=ON.
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
