@@ -54,14 +54,14 @@ struct ForwardTeam {
 // The team form (the seeds' or a convention's: TeamForward); orientation transposed runs it on
 // every M^T and stores R transposed back (rows_first, tilekernels). The team's violation is that
 // of its tile's columns: R's rows for the transposed ones, as rows_first and tilekernels report.
-template <class Real, class TeamForward>
+template <class Real, ShapeGroup G, class TeamForward>
 void forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                    Real* column_violation, unsigned long long* invalid_count, bool transposed,
                    void* stream, TeamForward forward) {
   constexpr SmallMatrices small =
       sizeof(Real) == 8 ? SmallMatrices::four_lanes : SmallMatrices::one_thread_to_8;
   with_orientation(transposed, [&](auto orientation) {
-    with_team_shape<small>(logits.n, [&](auto shape) {
+    with_team_shape_in<G, small>(logits.n, [&](auto shape) {
       using Shape = decltype(shape);
       launch_teams<Real, Shape, decltype(orientation)::value>(
           logits.data, nullptr, R.data, nullptr, nullptr, logits.batch, logits.n,
@@ -73,21 +73,22 @@ void forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real>
   });
 }
 
-template <class Real>
-void seeds_forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+template <class Real, ShapeGroup G>
+void seeds_forward_group(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                          Real* column_violation, unsigned long long* invalid_count, bool transposed,
                          void* stream) {
-  forward_teams(logits, iterations, R, column_violation, invalid_count, transposed, stream,
-                math::SeedsTeamForward<Real>{});
+  forward_teams<Real, G>(logits, iterations, R, column_violation, invalid_count, transposed, stream,
+                         math::SeedsTeamForward<Real>{});
 }
 
-template <class Real>
-void convention_forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+template <class Real, ShapeGroup G>
+void convention_forward_group(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                               Real* column_violation, unsigned long long* invalid_count,
                               const ForwardSpec& forward, void* stream) {
-  forward_teams(logits, iterations, R, column_violation, invalid_count,
-                last_step_normalises_columns(forward.convention), stream,
-                math::ConventionTeamForward<Real>{math::convention_forward<Real>(forward)});
+  forward_teams<Real, G>(
+      logits, iterations, R, column_violation, invalid_count,
+      last_step_normalises_columns(forward.convention), stream,
+      math::ConventionTeamForward<Real>{math::convention_forward<Real>(forward)});
 }
 
 }  // namespace sinkgrad::cuda::forward_detail

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "kernels/cuda/block_team.cuh"
+#include "kernels/cuda/shape_group.hpp"
 #include "kernels/cuda/team.cuh"
 #include "kernels/team.hpp"
 
@@ -64,6 +65,28 @@ void with_team_shape(int n, Launch&& launch) {
   else
     throw Error("n = " + std::to_string(n) + " is above the " + std::to_string(max_block_team_n) +
                 " that the CUDA team kernels support");
+}
+
+// The group (shape_group.hpp) whose n take Shape.
+template <class Shape>
+constexpr ShapeGroup shape_group_of() {
+  return Shape::cap <= 4    ? ShapeGroup::up_to_4
+         : Shape::cap <= 8  ? ShapeGroup::up_to_8
+         : Shape::cap <= 16 ? ShapeGroup::up_to_16
+         : Shape::cap <= 32 ? ShapeGroup::up_to_32
+                            : ShapeGroup::above_32;
+}
+
+// with_team_shape for the n of group G only: a unit that instantiates it compiles launch for
+// that group's shapes alone. n must be in G (shape_group(n) == G; with_shape_group chooses).
+template <ShapeGroup G, SmallMatrices small = SmallMatrices::one_thread, class Launch>
+void with_team_shape_in(int n, Launch&& launch) {
+  with_team_shape<small>(n, [&](auto shape) {
+    if constexpr (shape_group_of<decltype(shape)>() == G)
+      launch(shape);
+    else
+      throw Error("n = " + std::to_string(n) + " launched in the wrong shape group");
+  });
 }
 
 }  // namespace sinkgrad::cuda

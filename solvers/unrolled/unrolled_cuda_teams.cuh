@@ -81,13 +81,13 @@ constexpr long long tape_reals_per_lane = 48;
 // Launches per_team(Shape) -> body for n's team shape; orientation transposed replays the
 // forward of M^T with G^T and stores the gradient transposed back (rows_first, tilekernels).
 // two_sided: a convention's tape (both scaling vectors of every step).
-template <class Real, class MakeBody>
+template <class Real, ShapeGroup G, class MakeBody>
 void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                     bool transposed, bool two_sided, MatrixSubset subset, MakeBody make_body) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
   with_orientation(transposed, [&](auto orientation) {
-    with_team_shape<SmallMatrices::four_lanes>(n, [&](auto shape) {
+    with_team_shape_in<G, SmallMatrices::four_lanes>(n, [&](auto shape) {
       using Shape = decltype(shape);
       const int stride = team_stride<Shape>(n);
       // The block team's tape is in global memory: as much as four matrices.
@@ -107,24 +107,25 @@ void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<R
   });
 }
 
-template <class Real>
-void seeds_unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
+template <class Real, ShapeGroup G>
+void seeds_unrolled_group(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                           bool transposed, MatrixSubset subset) {
   const int T = problem.forward_iterations;
-  unrolled_teams(problem, result, transposed, false, subset, [&](auto shape, int segment) {
+  unrolled_teams<Real, G>(problem, result, transposed, false, subset, [&](auto shape, int segment) {
     return UnrolledTeam<Real, decltype(shape)>{T, segment};
   });
 }
 
-template <class Real>
-void convention_unrolled_teams(const BackwardProblem<Real>& problem,
+template <class Real, ShapeGroup G>
+void convention_unrolled_group(const BackwardProblem<Real>& problem,
                                const BackwardResult<Real>& result, MatrixSubset subset) {
   const int T = problem.forward_iterations;
   const auto convention = math::convention_forward<Real>(problem.forward);
-  unrolled_teams(problem, result, last_step_normalises_columns(problem.forward.convention), true,
-                 subset, [&](auto shape, int segment) {
-                   return ConventionUnrolledTeam<Real, decltype(shape)>{T, segment, convention};
-                 });
+  unrolled_teams<Real, G>(
+      problem, result, last_step_normalises_columns(problem.forward.convention), true, subset,
+      [&](auto shape, int segment) {
+        return ConventionUnrolledTeam<Real, decltype(shape)>{T, segment, convention};
+      });
 }
 
 }  // namespace sinkgrad::cuda::unrolled_detail
