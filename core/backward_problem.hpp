@@ -48,6 +48,19 @@ struct SolveDiagnostics {
   }
 };
 
+// Where an iterative solver hands the gradient of every iterate of a solve (a study scores the
+// iterates of one solve instead of re-solving once per iteration count): gradient(b, k, g) with
+// g the n x n gradient (row-major) that the solve stopped after k iterations would return,
+// k = 1 .. the last iteration performed by matrix b. Called from the solver's threads at once
+// for different b. BackwardSolver::reports_iterates says which solvers call it (the CPU CG
+// solvers); the others ignore it.
+template <class Real>
+class IterateSink {
+ public:
+  virtual ~IterateSink() = default;
+  virtual void gradient(index_t b, int k, const Real* g) = 0;
+};
+
 template <class Real>
 struct BackwardResult {
   BatchView<Real> grad_logits;         // dL/dM (NaN for a matrix whose status is a failure)
@@ -58,6 +71,9 @@ struct BackwardResult {
   Real* residual_history = nullptr;
   int history_stride = 0;
   SolveDiagnostics<Real> diagnostics{};  // optional, per matrix (above)
+  // Optional: every iterate's gradient (IterateSink; host memory, grad_logits not aliasing the
+  // problem's views). Null when not wanted.
+  IterateSink<Real>* iterates = nullptr;
 };
 
 }  // namespace sinkgrad

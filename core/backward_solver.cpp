@@ -50,6 +50,10 @@ int BackwardSolver::history_length(int /*n*/, Precision /*precision*/) const {
   return 0;
 }
 
+bool BackwardSolver::reports_iterates(Device /*device*/) const {
+  return false;
+}
+
 void BackwardSolver::solve(const BackwardProblem<float>& problem,
                            const BackwardResult<float>& result, Device device) const {
   checked_solve(problem, result, device);
@@ -107,6 +111,12 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
       result.history_stride < history_length(ref.n, precision))
     throw Error("residual_history rows need " + std::to_string(history_length(ref.n, precision)) +
                 " entries for n = " + std::to_string(ref.n));
+
+  // A solver forms each iterate's gradient in grad_logits while it still reads R and G.
+  if (result.iterates != nullptr && reports_iterates(device) &&
+      (static_cast<const void*>(result.grad_logits.data) == problem.forward_output.data ||
+       static_cast<const void*>(result.grad_logits.data) == problem.grad_output.data))
+    throw Error("a solve that reports its iterates needs grad_logits apart from R and G");
 
   if (info_.needs_logits && problem.logits.data == nullptr)
     throw Error("solver '" + name() + "' replays the forward and needs the logits");

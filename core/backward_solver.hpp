@@ -37,6 +37,10 @@ class BackwardSolver {
   // Entries of residual history per matrix for size n (0 for a solver that does not iterate).
   virtual int history_length(int n, Precision precision) const;
 
+  // Whether a solve on `device` hands every iterate's gradient to BackwardResult::iterates
+  // (false: the field is ignored).
+  virtual bool reports_iterates(Device device) const;
+
   // Checks shapes, T and device support (throws Error), then solves; returns when the result
   // is written. Memory each device accepts (the views' MemorySpace, and status, iterations and
   // residual_history alike):

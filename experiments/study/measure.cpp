@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "experiments/study/gpu_timing.hpp"
 #include "experiments/study/host_info.hpp"
+#include "experiments/study/iterate_errors.hpp"
 #include "experiments/study/metrics.hpp"
 #include "experiments/study/solve_checked.hpp"
 #include "forward/sinkhorn_forward.hpp"
@@ -125,6 +127,14 @@ RunRecord Runner::measure(const RunSpec& run, const HostBatch<double>& logits64,
                               stride > 0 ? history.data() : nullptr,
                               stride,
                               diagnostics.view()};
+  // Every iterate's error, from this solve where the solver hands its iterates over.
+  const bool score_iterates =
+      stride > 0 && definition_.iterate_errors && run.options.count("max_iterations") > 0;
+  std::optional<IterateErrors<Real>> iterates;
+  if (score_iterates && solver->reports_iterates(run.device)) {
+    iterates.emplace(stride - 1, unrolled, converged.gradient);
+    result.iterates = &*iterates;
+  }
   solve_checked(*solver, problem, result, run.device, "");
   diagnostics.summarise(record);
   for (const SolveStatus s : status) ++record.status_counts[static_cast<std::size_t>(s)];
@@ -161,34 +171,14 @@ RunRecord Runner::measure(const RunSpec& run, const HostBatch<double>& logits64,
     const int used = *std::max_element(record.iterations.begin(), record.iterations.end());
     const std::vector<double> history64(history.begin(), history.end());
     summarise_history(history64, batch, stride, std::min(used, stride - 1), record);
-    if (definition_.iterate_errors && run.options.count("max_iterations"))
-      iterate_errors<Real>(run, problem, used, unrolled, converged.gradient, record);
+    if (iterates)
+      iterates->summarise(gradient.view(), record.iterations.data(), used, record);
+    else if (score_iterates)
+      iterate_errors_by_resolving<Real>(registry_, run, problem, used, unrolled, converged.gradient,
+                                        record);
   }
   record.wall_seconds = seconds_since(start);
   return record;
-}
-
-// The gradient after k = 1 .. K iterations: CG from zero is deterministic, so re-solving
-// with max_iterations = k reproduces the measured solve's k-th iterate exactly.
-template <class Real>
-void Runner::iterate_errors(const RunSpec& run, const BackwardProblem<Real>& problem, int K,
-                            const HostBatch<double>& unrolled, const HostBatch<double>& converged,
-                            RunRecord& record) {
-  const index_t batch = problem.grad_output.batch;
-  const auto count = static_cast<std::size_t>(batch);
-  HostBatch<Real> gradient(batch, problem.grad_output.n);
-  std::vector<SolveStatus> status(count);
-  std::vector<std::int32_t> iterations(count);
-  for (int k = 1; k <= K; ++k) {
-    auto options = run.options;
-    options["max_iterations"] = std::to_string(k);
-    const auto solver = registry_.create(run.solver, options);
-    solver->solve(problem, {gradient.view(), status.data(), iterations.data()}, run.device);
-    record.iterate_error_unrolled_median.push_back(
-        median(frobenius_errors<Real>(gradient.view(), unrolled.view())));
-    record.iterate_error_converged_median.push_back(
-        median(frobenius_errors<Real>(gradient.view(), converged.view())));
-  }
 }
 
 }  // namespace sinkgrad::study

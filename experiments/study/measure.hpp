@@ -28,11 +28,6 @@ class Runner {
                     const HostBatch<double>& grad_output64, const HostBatch<double>& unrolled,
                     const ConvergedReference& converged);
 
-  template <class Real>
-  void iterate_errors(const RunSpec& run, const BackwardProblem<Real>& problem, int K,
-                      const HostBatch<double>& unrolled, const HostBatch<double>& converged,
-                      RunRecord& record);
-
   const StudyDefinition& definition_;
   StudyLog& log_;
   const SolverRegistry& registry_;

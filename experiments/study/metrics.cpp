@@ -52,15 +52,19 @@ double finite_max(const std::vector<double>& values) {
 }
 
 template <class Real>
+double matrix_frobenius_error(const Real* gradient, const double* reference, index_t size) {
+  return finite_matrix(gradient, size) ? frobenius_error(gradient, reference, size)
+                                       : std::numeric_limits<double>::quiet_NaN();
+}
+
+template <class Real>
 std::vector<double> frobenius_errors(BatchView<const Real> gradient,
                                      BatchView<const double> reference) {
-  std::vector<double> errors(static_cast<std::size_t>(gradient.batch),
-                             std::numeric_limits<double>::quiet_NaN());
+  std::vector<double> errors(static_cast<std::size_t>(gradient.batch));
   const index_t size = gradient.matrix_size();
   for (index_t b = 0; b < gradient.batch; ++b)
-    if (finite_matrix(gradient.matrix(b), size))
-      errors[static_cast<std::size_t>(b)] =
-          frobenius_error(gradient.matrix(b), reference.matrix(b), size);
+    errors[static_cast<std::size_t>(b)] =
+        matrix_frobenius_error(gradient.matrix(b), reference.matrix(b), size);
   return errors;
 }
 
@@ -97,6 +101,8 @@ ErrorMetrics compare_gradients(BatchView<const Real> gradient, BatchView<const d
 
 template ErrorMetrics compare_gradients(BatchView<const float>, BatchView<const double>);
 template ErrorMetrics compare_gradients(BatchView<const double>, BatchView<const double>);
+template double matrix_frobenius_error(const float*, const double*, index_t);
+template double matrix_frobenius_error(const double*, const double*, index_t);
 template std::vector<double> frobenius_errors(BatchView<const float>, BatchView<const double>);
 template std::vector<double> frobenius_errors(BatchView<const double>, BatchView<const double>);
 

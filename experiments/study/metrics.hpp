@@ -26,6 +26,10 @@ struct ErrorMetrics {
 template <class Real>
 ErrorMetrics compare_gradients(BatchView<const Real> gradient, BatchView<const double> reference);
 
+// One matrix's relative Frobenius error (NaN for a non-finite gradient); size = n * n.
+template <class Real>
+double matrix_frobenius_error(const Real* gradient, const double* reference, index_t size);
+
 // Per-matrix relative Frobenius errors only (NaN for a non-finite gradient).
 template <class Real>
 std::vector<double> frobenius_errors(BatchView<const Real> gradient,

@@ -14,11 +14,24 @@
 
 namespace sinkgrad::math {
 
-// max_violation: a matrix whose marginals are farther from one (max |r_i - 1|, |c_j - 1|) is not
-// solved but left to the exact fallback (auto): status fallback, its gradient NaN until then.
+// The gradient of β: α solved from it, assembled into mats' gradient and projected; false
+// where that is not finite.
 template <class Real, class Team, class Matrices>
+SINKGRAD_HD bool cg_corrected_gradient(const Team& team, const Matrices& mats,
+                                       const TeamMarginals<Team>& m, const typename Team::Vec& beta,
+                                       GradientSide project) {
+  typename Team::Vec alpha;
+  team_schur_alpha<Real>(team, mats, true, m, beta, alpha);
+  return team_assemble_gradient<Real>(team, mats, alpha, beta) &&
+         team_project_gradient<Real>(team, mats, project);
+}
+
+// record: a residual history or a monitor (solvers/common/cg_monitor.hpp). max_violation: a
+// matrix whose marginals are farther from one (max |r_i - 1|, |c_j - 1|) is not solved but
+// left to the exact fallback (auto): status fallback, its gradient NaN until then.
+template <class Real, class Team, class Matrices, class Record>
 SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& mats,
-                                              CgSettings<Real> settings, Real* history,
+                                              CgSettings<Real> settings, const Record& record,
                                               GradientSide project = GradientSide::none,
                                               Real max_violation = infinity<Real>()) {
   TeamMarginals<Team> m;
@@ -27,8 +40,8 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   if (!team_marginals<Real>(team, mats, m, checked ? &violation : nullptr))
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   if (!(violation <= max_violation)) {
-    if (history != nullptr && team.leader())  // no iteration: the record's "not performed"
-      fill(history, settings.max_iterations + 1, quiet_nan<Real>());
+    // No iteration: the record's "not performed".
+    cg_monitor<Real>(record).begin(team, settings.max_iterations);
     return team_fail<Real>(team, mats, SolveStatus::fallback);
   }
   CgVector<Team, 1> b{}, beta{};
@@ -41,15 +54,21 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   // with its mean removed, where it copies b: a pass of its own would read b once more, and
   // was slower on the CPU.
   const CorrectedSchurOperator<Real, Team, Matrices> schur(team, mats, m);
-  const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, history, true,
+  // Each iterate's gradient, for a record that asks for them: what the solve stopped there
+  // would return.
+  const auto monitor =
+      with_iterate_gradients<Real>(record, [&](const auto&, int, const auto& x, Real unscale) {
+        typename Team::Vec beta_k;
+        team.each([&](Slot s) { beta_k[s] = x.part[0][s] * unscale; });
+        if (!cg_corrected_gradient<Real>(team, mats, m, beta_k, project))
+          team_fail<Real>(team, mats, SolveStatus::breakdown);
+      });
+  const MatrixOutcome outcome = conjugate_gradient(team, schur, b, beta, settings, monitor, true,
                                                    rhs_rounding_floor(settings, terms));
-  // A breakdown keeps its last iterate: NaN only where that gives no finite gradient.
-  typename Team::Vec alpha;
-  team_schur_alpha<Real>(team, mats, true, m, beta.part[0], alpha);
-  // Its rows sum to 0 to rounding (α is solved from β), its columns to CG's residual: the
-  // projection moves it by about the tolerance.
-  if (!team_assemble_gradient<Real>(team, mats, alpha, beta.part[0]) ||
-      !team_project_gradient<Real>(team, mats, project))
+  // A breakdown keeps its last iterate: NaN only where that gives no finite gradient. Its rows
+  // sum to 0 to rounding (α is solved from β), its columns to CG's residual: the projection
+  // moves it by about the tolerance.
+  if (!cg_corrected_gradient<Real>(team, mats, m, beta.part[0], project))
     return team_fail<Real>(team, mats, SolveStatus::breakdown, outcome.iterations);
   return outcome;
 }

@@ -34,8 +34,8 @@ void cg_corrected_batch(const BackwardProblem<Real>& problem, const BackwardResu
 #endif
   }
   solve_each_matrix_on_exact_rows(
-      problem, result, [&](const auto& team, const auto& mats, Real* history) {
-        return math::cg_corrected_matrix(team, mats, settings, history, side, max_violation);
+      problem, result, [&](const auto& team, const auto& mats, const auto& record) {
+        return math::cg_corrected_matrix(team, mats, settings, record, side, max_violation);
       });
 }
 
@@ -53,6 +53,8 @@ class CgCorrectedSolver : public SolverVariants<CgCorrectedSolver> {
   int history_length(int n, Precision /*precision*/) const override {
     return cg_history_length(options(), cg_corrected_auto_iterations(n));
   }
+
+  bool reports_iterates(Device device) const override { return device == Device::cpu; }
 
   template <class Real>
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {

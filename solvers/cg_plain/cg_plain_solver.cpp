@@ -29,6 +29,8 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
     return cg_history_length(options(), auto_iterations(n));
   }
 
+  bool reports_iterates(Device device) const override { return device == Device::cpu; }
+
   template <class Real>
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     const int n = problem.grad_output.n;
@@ -38,8 +40,8 @@ class CgPlainSolver : public SolverVariants<CgPlainSolver> {
     const auto project = projection_side(options(), problem.forward,
                                          last_step_normalises_columns(problem.forward.convention));
     solve_each_matrix_on_exact_rows(
-        problem, result, [&](const auto& team, const auto& mats, Real* history) {
-          return math::cg_plain_matrix(team, mats, system_, settings, history, project);
+        problem, result, [&](const auto& team, const auto& mats, const auto& record) {
+          return math::cg_plain_matrix(team, mats, system_, settings, record, project);
         });
   }
 

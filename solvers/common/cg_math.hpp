@@ -8,6 +8,7 @@
 #include "core/status.hpp"
 #include "kernels/numeric.hpp"
 #include "kernels/team.hpp"
+#include "solvers/common/cg_monitor.hpp"
 
 namespace sinkgrad::math {
 
@@ -114,20 +115,20 @@ SINKGRAD_HD double cg_relative_residual(Real rr, Real bb) {
 
 // Solves A x = b from x = 0, or A x = b - mean(b) 1 with remove_mean (P = 1), until
 // ||r|| <= max(tolerance ||b||, floor) (floor: absolute, in b's units). A.apply(team, p, Ap).
-// history, when not null, receives ||r_k|| for k = 0 .. max_iterations (NaN after the last
-// iteration performed), written by the leader. On a breakdown x holds the last iterate. The
-// outcome's residual is ||r|| / ||b|| at the last iterate (b without its mean with remove_mean).
-template <class Real, class Team, int P, class Operator>
+// record: a monitor or a residual history (cg_monitor.hpp), told ||r_k|| for k = 0 .. the last
+// iteration performed. On a breakdown x holds the last iterate. The outcome's residual is
+// ||r|| / ||b|| at the last iterate (b without its mean with remove_mean).
+template <class Real, class Team, int P, class Operator, class Record>
 SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A,
                                              const CgVector<Team, P>& b, CgVector<Team, P>& x,
-                                             CgSettings<Real> settings, Real* history,
+                                             CgSettings<Real> settings, const Record& record,
                                              bool remove_mean = false, Real floor = 0,
                                              bool gauge_one = false) {
   CgVector<Team, P> r, p, Ap;
-  const bool record = history != nullptr && team.leader();
-  if (record) fill(history, settings.max_iterations + 1, quiet_nan<Real>());
+  const auto monitor = cg_monitor<Real>(record);
+  monitor.begin(team, settings.max_iterations);
   // Where r^T r leaves CgStartRange, CG solves for scale b, scale a power of two that brings
-  // max |b| to [1, 2), and multiplies x and the history by 1 / scale: the same bits as the
+  // max |b| to [1, 2), and multiplies x and the residuals by 1 / scale: the same bits as the
   // unscaled solve wherever that neither over- nor underflows. (Without it a float32 G of 1e20
   // or 1e-25 made r^T r infinite or 0, and CG returned "ok" after no step.)
   Real scale = 1, unscale = 1;
@@ -161,7 +162,7 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
   const Real relative = settings.tolerance * settings.tolerance * rr;
   const Real floored = scaled_floor * scaled_floor;
   const Real threshold = max_of(relative, floored);
-  if (record) history[0] = sqrt_of(rr) * unscale;
+  monitor.residual(team, 0, rr, unscale);
   if (rr <= relative) return {SolveStatus::ok, 0, cg_relative_residual(rr, bb)};  // b = 0 too
   // Where the floor alone stops CG, ok needs the operator not to be at rounding level itself
   // along b: its Rayleigh quotient there (the first step's p^T A p / p^T p; A's scale is about
@@ -199,7 +200,8 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
       }
     });
     const Real rr_next = dot<Real>(team, r, r);
-    if (record) history[it] = sqrt_of(rr_next) * unscale;
+    monitor.residual(team, it, rr_next, unscale);
+    if constexpr (decltype(monitor)::wants_iterates) monitor.iterate(team, it, x, unscale);
     if (!is_finite(rr_next)) return finish(SolveStatus::breakdown, it, rr_next);
     if (rr_next <= threshold)
       return finish(

@@ -9,6 +9,7 @@
 #include "core/backward_problem.hpp"
 #include "kernels/cpu/team_loop.hpp"
 #include "kernels/team.hpp"
+#include "solvers/common/cg_monitor.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "kernels/cuda/device_memory.hpp"
 #include "kernels/cuda/transpose.hpp"
@@ -49,9 +50,34 @@ void solve_on_exact_rows_cpu(const BackwardProblem<Real>& problem,
   transpose_each_matrix(grad.data(), result.grad_logits.data, batch, n);
 }
 
-// The team-form solvers' CPU driver on the exact side: per_matrix(team, mats, history) for every
+// A CG record (solvers/common/cg_monitor.hpp) of matrix b: its residual history, and the
+// gradient of every iterate, which the solver forms in the matrix's gradient, handed to
+// result.iterates.
+template <class Real>
+struct IterateRecord {
+  static constexpr bool wants_iterates = true;
+  math::ResidualHistory<Real> history;
+  IterateSink<Real>* sink;
+  index_t b;
+  const Real* gradient;
+  template <class Team>
+  void begin(const Team& team, int max_iterations) const {
+    history.begin(team, max_iterations);
+  }
+  template <class Team>
+  void residual(const Team& team, int k, Real rr, Real unscale) const {
+    history.residual(team, k, rr, unscale);
+  }
+  template <class Team>
+  void gradient_formed(const Team&, int k) const {
+    sink->gradient(b, k, gradient);
+  }
+};
+
+// The team-form solvers' CPU driver on the exact side: per_matrix(team, mats, record) for every
 // matrix, mats reading R and G as stored, or transposed in place (no copy) when the forward's
-// last step normalised columns.
+// last step normalised columns; record its residual history row (Real*, null when not
+// recording), or an IterateRecord where result.iterates asks for every iterate.
 template <class Real, class PerMatrix>
 void solve_each_matrix_on_exact_rows(const BackwardProblem<Real>& problem,
                                      const BackwardResult<Real>& result, PerMatrix per_matrix) {
@@ -62,6 +88,9 @@ void solve_each_matrix_on_exact_rows(const BackwardProblem<Real>& problem,
         result, problem.grad_output.batch, n, [&](const auto& team, index_t b, Real* history) {
           const Matrices mats{problem.forward_output.matrix(b), problem.grad_output.matrix(b),
                               result.grad_logits.matrix(b), n};
+          if (result.iterates != nullptr)
+            return per_matrix(team, mats,
+                              IterateRecord<Real>{{history}, result.iterates, b, mats.grad});
           return per_matrix(team, mats, history);
         });
   };
