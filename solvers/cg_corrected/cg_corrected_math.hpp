@@ -41,7 +41,7 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   if (!(violation <= max_violation)) {
     // No iteration: the record's "not performed".
-    cg_monitor<Real>(record).begin(team, settings.max_iterations);
+    cg_monitor<Real>(record, team).begin(team, settings.max_iterations);
     return team_fail<Real>(team, mats, SolveStatus::fallback);
   }
   CgVector<Team, 1> b{}, beta{};
@@ -56,8 +56,8 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   const CorrectedSchurOperator<Real, Team, Matrices> schur(team, mats, m);
   // Each iterate's gradient, for a record that asks for them: what the solve stopped there
   // would return.
-  const auto monitor =
-      with_iterate_gradients<Real>(record, [&](const auto&, int, const auto& x, Real unscale) {
+  const auto monitor = with_iterate_gradients<Real>(
+      team, record, [&](const auto&, int, const auto& x, Real unscale) {
         typename Team::Vec beta_k;
         team.each([&](Slot s) { beta_k[s] = x.part[0][s] * unscale; });
         if (!cg_corrected_gradient<Real>(team, mats, m, beta_k, project))

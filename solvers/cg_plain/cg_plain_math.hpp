@@ -12,18 +12,6 @@ namespace sinkgrad::math {
 
 enum class PlainSystem { schur, block };
 
-// The gradient of [α; β] (the Schur system: α solved from β first), assembled into mats'
-// gradient and projected; false where that is not finite.
-template <class Real, class Team, class Matrices>
-SINKGRAD_HD bool cg_plain_gradient(const Team& team, const Matrices& mats,
-                                   const TeamMarginals<Team>& m, PlainSystem system,
-                                   typename Team::Vec& alpha, const typename Team::Vec& beta,
-                                   GradientSide project) {
-  if (system == PlainSystem::schur) team_schur_alpha<Real>(team, mats, false, m, beta, alpha);
-  return team_assemble_gradient<Real>(team, mats, alpha, beta) &&
-         team_project_gradient<Real>(team, mats, project);
-}
-
 // record: a residual history or a monitor (solvers/common/cg_monitor.hpp).
 template <class Real, class Team, class Matrices, class Record>
 SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats,
@@ -34,15 +22,17 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
   if (!team_marginals<Real>(team, mats, m))
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
   // Each iterate's gradient, for a record that asks for them: what the solve stopped there
-  // would return.
-  const auto monitor =
-      with_iterate_gradients<Real>(record, [&](const auto&, int, const auto& x, Real unscale) {
+  // would return (the steps below, on x_k).
+  const auto monitor = with_iterate_gradients<Real>(
+      team, record, [&](const auto&, int, const auto& x, Real unscale) {
         typename Team::Vec ab[2];  // [α; β], α solved from β where x is β alone
         constexpr int parts = sizeof(x.part) / sizeof(x.part[0]);
         team.each([&](Slot s) {
           for (int q = 0; q < parts; ++q) ab[2 - parts + q][s] = x.part[q][s] * unscale;
         });
-        if (!cg_plain_gradient<Real>(team, mats, m, system, ab[0], ab[1], project))
+        if constexpr (parts == 1) team_schur_alpha<Real>(team, mats, false, m, ab[1], ab[0]);
+        if (!team_assemble_gradient<Real>(team, mats, ab[0], ab[1]) ||
+            !team_project_gradient<Real>(team, mats, project))
           team_fail<Real>(team, mats, SolveStatus::breakdown);
       });
   MatrixOutcome outcome;
@@ -55,7 +45,8 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
                                  monitor, false, rhs_rounding_floor(settings, terms),
                                  /*gauge_one=*/true);
     typename Team::Vec alpha;
-    finite = cg_plain_gradient<Real>(team, mats, m, system, alpha, beta.part[0], project);
+    team_schur_alpha<Real>(team, mats, false, m, beta.part[0], alpha);
+    finite = team_assemble_gradient<Real>(team, mats, alpha, beta.part[0]);
   } else {
     CgVector<Team, 2> rhs{}, x{};  // [s_r; s_c] and [α; β]
     team.each([&](Slot s) {
@@ -65,8 +56,9 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
     // [s_r; s_c] is formed without cancellation: the relative test alone.
     outcome = conjugate_gradient(team, PlainBlockOperator<Real, Matrices>{mats}, rhs, x, settings,
                                  monitor);
-    finite = cg_plain_gradient<Real>(team, mats, m, system, x.part[0], x.part[1], project);
+    finite = team_assemble_gradient<Real>(team, mats, x.part[0], x.part[1]);
   }
+  if (finite) finite = team_project_gradient<Real>(team, mats, project);
   // A breakdown keeps its last iterate: NaN only where that gives no finite gradient.
   if (!finite) return team_fail<Real>(team, mats, SolveStatus::breakdown, outcome.iterations);
   return outcome;

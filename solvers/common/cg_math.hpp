@@ -125,7 +125,7 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
                                              bool remove_mean = false, Real floor = 0,
                                              bool gauge_one = false) {
   CgVector<Team, P> r, p, Ap;
-  const auto monitor = cg_monitor<Real>(record);
+  const auto monitor = cg_monitor<Real>(record, team);
   monitor.begin(team, settings.max_iterations);
   // Where r^T r leaves CgStartRange, CG solves for scale b, scale a power of two that brings
   // max |b| to [1, 2), and multiplies x and the residuals by 1 / scale: the same bits as the

@@ -1,8 +1,8 @@
 #pragma once
 // What conjugate_gradient (cg_math.hpp) reports while it iterates: a policy type, as PETSc's
 // KSPMonitor and Ginkgo's loggers separate the record from the solve. The record a caller
-// passes is turned into one by cg_monitor: a Real* (or nullptr) is the residual history; any
-// other type is taken as a monitor. A monitor has
+// passes is turned into one by cg_monitor(record, team): a Real* (or nullptr) is the residual
+// history; any other type is taken as a monitor. A monitor has
 //   begin(team, max_iterations)        before the first iteration (also for a matrix not solved)
 //   residual(team, k, rr, unscale)     k = 0 .. the last iteration performed: ||r_k|| is
 //                                      sqrt(rr) * unscale (formed only where recorded)
@@ -19,28 +19,29 @@
 namespace sinkgrad::math {
 
 // ||r_k|| for k = 0 .. max_iterations into history (NaN after the last iteration performed),
-// written by the team's leader; nothing when history is null.
+// written by the team's leader: cg_monitor keeps the row for the leader alone, null for the
+// other lanes and when not recording.
 template <class Real>
 struct ResidualHistory {
   static constexpr bool wants_iterates = false;
   Real* history;
   template <class Team>
-  SINKGRAD_HD void begin(const Team& team, int max_iterations) const {
-    if (history != nullptr && team.leader()) fill(history, max_iterations + 1, quiet_nan<Real>());
+  SINKGRAD_HD void begin(const Team&, int max_iterations) const {
+    if (history != nullptr) fill(history, max_iterations + 1, quiet_nan<Real>());
   }
   template <class Team>
-  SINKGRAD_HD void residual(const Team& team, int k, Real rr, Real unscale) const {
-    if (history != nullptr && team.leader()) history[k] = sqrt_of(rr) * unscale;
+  SINKGRAD_HD void residual(const Team&, int k, Real rr, Real unscale) const {
+    if (history != nullptr) history[k] = sqrt_of(rr) * unscale;
   }
 };
 
-template <class Real>
-SINKGRAD_HD ResidualHistory<Real> cg_monitor(Real* history) {
-  return {history};
+template <class Real, class Team>
+SINKGRAD_HD ResidualHistory<Real> cg_monitor(Real* history, const Team& team) {
+  return {team.leader() ? history : nullptr};
 }
 
-template <class Real, class Monitor>
-SINKGRAD_HD const Monitor& cg_monitor(const Monitor& monitor) {
+template <class Real, class Monitor, class Team>
+SINKGRAD_HD const Monitor& cg_monitor(const Monitor& monitor, const Team&) {
   return monitor;
 }
 
@@ -70,9 +71,10 @@ struct IterateGradients {
 
 // The monitor a per-matrix solver passes to conjugate_gradient: its caller's, and where that
 // wants iterates, the same wrapped so that each iterate's gradient (gradient_of) is formed.
-template <class Real, class Record, class GradientOf>
-SINKGRAD_HD auto with_iterate_gradients(const Record& record, const GradientOf& gradient_of) {
-  const auto monitor = cg_monitor<Real>(record);
+template <class Real, class Team, class Record, class GradientOf>
+SINKGRAD_HD auto with_iterate_gradients(const Team& team, const Record& record,
+                                        const GradientOf& gradient_of) {
+  const auto monitor = cg_monitor<Real>(record, team);
   if constexpr (decltype(monitor)::wants_iterates)
     return IterateGradients<decltype(monitor), GradientOf>{monitor, gradient_of};
   else
