@@ -162,10 +162,11 @@ void resolve(const File& file, const std::string& path, bool required, int depth
     resolve(File::open(located), std::string(object) + rest, required, depth + 1, found);
     return;
   }
+  const std::string absolute = joined(parts, 0, parts.size());
   H5O_info_t object;
-  if (H5Oget_info_by_name(file.id(), path.c_str(), &object, H5P_DEFAULT) >= 0 &&
+  if (H5Oget_info_by_name(file.id(), absolute.c_str(), &object, H5P_DEFAULT) >= 0 &&
       object.type == H5O_TYPE_DATASET)
-    virtual_sources(file, path, depth, found);
+    virtual_sources(file, absolute, depth, found);
   take_hdf5_reason();
 }
 

@@ -38,11 +38,15 @@ WriteSession& session_of(H5FD_t* file) {
   return **file_of(file)->session;
 }
 
-// The first failure is kept for the message; from then on nothing more reaches the file.
+// The first failure is kept for the message; from then on nothing more reaches the file. HDF5
+// is told the write succeeded: when it sees a write fail inside H5Dclose (the data sieve's
+// flush), it leaves the dataset half-closed and closes it again at exit, which crashes (HDF5
+// 1.10). File::flush reports the failure instead, and the owner then rolls the file back or
+// removes it.
 herr_t fail(WriteSession& session) {
   if (!session.failed) session.failure = std::strerror(errno);
   session.failed = true;
-  return -1;
+  return 0;
 }
 
 H5FD_t* driver_open(const char* name, unsigned flags, hid_t fapl, haddr_t maxaddr) {

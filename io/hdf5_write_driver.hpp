@@ -2,9 +2,10 @@
 // The HDF5 file driver under every file sinkgrad writes (internal to io; File uses it).
 //
 // It reads and writes like HDF5's default POSIX driver (sec2), and adds two things:
-//   - the first write that fails (a full disk, a file-size limit) makes every later write a
-//     no-op that reports success. Without that, HDF5 1.10 retries the failed flush when the file
-//     is closed, and at exit, where it has crashed (SIGSEGV) with the file half-written;
+//   - a write that fails (a full disk, a file-size limit) is recorded in the WriteSession and
+//     reported to HDF5 as done, and so is every later write, which is discarded. HDF5 1.10
+//     handles a failed write badly: a dataset whose close failed is closed again at exit and
+//     crashes (SIGSEGV), a failed flush is retried at close. File::flush reports the failure;
 //   - with an UndoJournal, every overwrite is recorded first, so that closing the file after a
 //     failure (or after the owner gave up on it) rolls it back to its last commit.
 // The file it writes is a plain HDF5 file (no driver information in the superblock).
