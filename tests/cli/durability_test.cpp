@@ -153,6 +153,7 @@ TEST_F(FullDisk, GradLeavesNothingUnderTheOutputNameAndKeepsAnOldOutput) {
   ASSERT_EQ(failed.signal, 0) << failed.err;
   EXPECT_EQ(failed.exit_code, 1) << failed.err;
   EXPECT_EQ(lines_of(failed.err), 1u) << failed.err;
+  EXPECT_TRUE(contains(failed.err, "cannot write output '" + output + "'")) << failed.err;
   EXPECT_EQ(testing::read_text(output), "the previous output");
   EXPECT_EQ(work.entries().size(), 2u);  // in.h5 and out.h5: no temporary file left
 }
