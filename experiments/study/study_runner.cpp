@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <set>
 #include <string>
@@ -115,6 +116,13 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
     summary.interrupted = options.stop_requested != nullptr && *options.stop_requested != 0;
     return summary.interrupted;
   };
+  // A write that fails ends the sweep with a message: it starts on a line of its own.
+  struct ClearOnThrow {
+    ProgressLine& line;
+    ~ClearOnThrow() {
+      if (std::uncaught_exceptions() > 0) line.clear();
+    }
+  } clear_on_throw{progress};
   std::size_t next = 0;
   while (next < planned && !stop()) {
     const std::size_t input_index = todo[next]->input;
