@@ -109,6 +109,12 @@ int run_grad(const po::variables_map& values) {
     std::optional<RemoveOnInterrupt> interrupt_guard;
     {
       const h5::File input = h5::File::open(request.input);
+      // Before any dataset is opened: reading one may follow a link to another file.
+      const std::vector<h5::LinkedFile> linked =
+          h5::linked_files(input, {logits_name, grad_output_name});
+      h5::refuse_output_among(request.output, linked);
+      std::vector<std::string> inputs{request.input};
+      for (const h5::LinkedFile& file : linked) inputs.push_back(file.path);
       const h5::BatchInfo logits = h5::inspect_batch(input, logits_name);
       const h5::BatchInfo grad_output = h5::inspect_batch(input, grad_output_name);
       if (logits.batch != grad_output.batch || logits.n != grad_output.n)
@@ -121,7 +127,7 @@ int run_grad(const po::variables_map& values) {
                          std::string(to_string(precision)));
       require_memory(grad_memory(logits, precision, request.iterations),
                      "grad of '" + request.input + "' " + shape_text(logits));
-      output.emplace(request.output, std::vector<std::string>{request.input});
+      output.emplace(request.output, inputs);
       interrupt_guard.emplace(output->temporary_path());
       const std::string& path = output->temporary_path();
       summary = precision == Precision::float32

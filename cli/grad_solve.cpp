@@ -108,19 +108,25 @@ GradSummary solve_and_write(const GradRequest& request, const BackwardSolver& so
     if (zero_entries[b] > 0) ++summary.saturated;
   }
 
-  const h5::File output = h5::File::create(output_path, h5::File::Exists::replace);
-  h5::write_batch<Real>(output, "R", R.view());
-  h5::write_batch<Real>(output, "grad_logits", grad_logits.view());
-  h5::write_vector<std::int32_t>(output, "status", status_codes);
-  h5::write_vector<std::int32_t>(output, "iterations", iterations);
-  h5::write_vector<Real>(output, "column_violation", column_violation);
-  const h5::Group diagnostics = output.create_group("diagnostics");
-  h5::write_vector<Real>(diagnostics, "row_violation", row_violation);
-  h5::write_vector<Real>(diagnostics, "column_violation", solver_column_violation);
-  h5::write_vector<Real>(diagnostics, "relative_residual", relative_residual);
-  h5::write_vector<std::int32_t>(diagnostics, "zero_entries", zero_entries);
-  write_metadata(output, request, solver, precision_of<Real>());
-  output.flush();
+  // A failed write (a full disk) names the output, not the hidden temporary file it went to.
+  try {
+    const h5::File output = h5::File::create(output_path, h5::File::Exists::replace);
+    h5::write_batch<Real>(output, "R", R.view());
+    h5::write_batch<Real>(output, "grad_logits", grad_logits.view());
+    h5::write_vector<std::int32_t>(output, "status", status_codes);
+    h5::write_vector<std::int32_t>(output, "iterations", iterations);
+    h5::write_vector<Real>(output, "column_violation", column_violation);
+    const h5::Group diagnostics = output.create_group("diagnostics");
+    h5::write_vector<Real>(diagnostics, "row_violation", row_violation);
+    h5::write_vector<Real>(diagnostics, "column_violation", solver_column_violation);
+    h5::write_vector<Real>(diagnostics, "relative_residual", relative_residual);
+    h5::write_vector<std::int32_t>(diagnostics, "zero_entries", zero_entries);
+    write_metadata(output, request, solver, precision_of<Real>());
+    output.flush();
+  } catch (const Error& error) {
+    throw Error("cannot write output '" + request.output + "': " + error.what() +
+                "; nothing was written under that name");
+  }
   return summary;
 }
 

@@ -1,6 +1,6 @@
 // `sinkgrad run`: runs a study definition (experiments/*.ini, format in docs/experiments.md)
 // and writes its HDF5 log. The definition is checked completely, and the devices resolved,
-// before anything is computed; each run is written and flushed when it finishes.
+// before anything is computed; each run is committed to the log when it finishes.
 
 #include <csignal>
 #include <filesystem>
@@ -139,13 +139,16 @@ Command make_run_command() {
       "The definition format and the log's schema are in docs/experiments.md. Any key of the "
       "definition can be replaced on the command line, lists included: 'sinkgrad run "
       "headline.ini inputs.n=4 forward.T=1,2,5'; the overrides are recorded in the log. Each "
-      "run is written and flushed when it finishes: a killed sweep keeps every finished run, "
-      "and --resume runs only the missing ones (a log of another study, i.e. a different "
-      "value of any key after the overrides, is refused naming the key; comments and layout "
-      "do not matter). Ctrl-C (SIGINT) or SIGTERM stops after the run in progress is written "
-      "(exit code 130); a second one stops at once. An existing log is never overwritten "
-      "without --resume. A wrong definition is rejected before anything is computed (exit "
-      "code 2). Progress goes to stderr: a live line on a terminal, otherwise a line every "
+      "run is committed to the log when it finishes: a killed sweep keeps every finished run, "
+      "and a write that fails (a full disk) stops the sweep (exit code 1) with the log as it "
+      "was after its last complete run. An existing log is never overwritten: without --resume "
+      "it is refused; --resume keeps its complete runs and runs only the missing ones, with "
+      "the same fixed settings and each sweep list the same or wider (a changed or narrowed "
+      "key is refused naming it; comments and layout do not matter; the rule for an existing "
+      "log: docs/experiments.md). One process writes a log at a time (lock file LOG.h5.lock). "
+      "Ctrl-C (SIGINT) or SIGTERM stops after the run in progress is written (exit code 130); "
+      "a second one stops at once. A wrong definition is rejected before anything is computed "
+      "(exit code 2). Progress goes to stderr: a live line on a terminal, otherwise a line every "
       "tenth of the sweep or every 10 s.\n"
       "Bundled studies: " +
       studies_directory() +
@@ -161,8 +164,10 @@ Command make_run_command() {
         ("definition", po::value<std::string>()->required()->value_name("DEFINITION.ini"),
          "the study definition (also the first positional argument)")  //
         ("output,o", po::value<std::string>()->value_name("LOG.h5"),
-         "the HDF5 log (default: the definition's name with .h5, in the current directory)")    //
-        ("resume", "complete an existing log: run only what it lacks (creates it if missing)")  //
+         "the HDF5 log (default: the definition's name with .h5, in the current directory)")  //
+        ("resume",
+         "complete an existing log: run only what it lacks, the same or a widened sweep "
+         "(creates it if missing)")  //
         ("device", po::value<std::vector<std::string>>()->multitoken()->value_name("DEVICE"),
          "replaces the definition's [run] devices: cpu, cuda, default (cuda when a GPU is "
          "usable, else cpu)")  //

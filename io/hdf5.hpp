@@ -10,6 +10,10 @@
 //                       (hdf5_element_type.hpp: its element types, internal)
 //   hdf5_attribute.hpp  attributes: string, int64, float64 and arrays, on any Object
 //   hdf5_batch.hpp      (B, n, n) datasets <-> HostBatch<float|double>, with shape checks
+//   hdf5_links.hpp      the files an input reads through external links and virtual datasets
+//   hdf5_write_driver.hpp  the driver of written files: a failed write is final (internal)
+//   undo_journal.hpp    a file changed in place goes back to its last commit on failure
+//   writer_lock.hpp     one writer per log, whatever HDF5's own locking does
 //   replace_on_commit.hpp  write to a temporary file, rename into place on success
 //   output_policy.hpp   what may be written: regular files only, never an input
 //   memory_budget.hpp   refuse an allocation larger than the memory available, with sizes
@@ -34,6 +38,8 @@
 //   h5::write_vector<std::int32_t>(run, "status", codes);
 //   h5::write_batch<double>(run, "grad_logits", dM.view());
 //   log.flush();
+//
+// (The study log itself does more: File::Journal::undo, commit() per run, a WriterLock.)
 
 #include "io/hdf5_attribute.hpp"
 #include "io/hdf5_batch.hpp"
@@ -41,7 +47,9 @@
 #include "io/hdf5_file.hpp"
 #include "io/hdf5_group.hpp"
 #include "io/hdf5_handle.hpp"
+#include "io/hdf5_links.hpp"
 #include "io/hdf5_object.hpp"
 #include "io/memory_budget.hpp"
 #include "io/output_policy.hpp"
 #include "io/replace_on_commit.hpp"
+#include "io/writer_lock.hpp"

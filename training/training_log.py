@@ -166,8 +166,17 @@ def open_log(path, settings, text, device, resume):
                 raise SystemExit(f"training_study.py: '{path}' was made from a different "
                                  f"study: {difference}; resume only with the same settings, "
                                  "or give another --output")
-            # Other sweep lists only add runs: the log's sweep becomes the union.
+            # The rule of docs/experiments.md ("An existing log"): each sweep list the same or
+            # wider; the log's sweep becomes the wider one.
             logged = dict(line.split("=", 1) for line in log.attrs["sweep"].splitlines())
+            for key in LIST_KEYS:
+                given = [str(v) for v in settings[key]]
+                missing = [v for v in logged[key].split(",") if v not in given]
+                if missing:
+                    raise SystemExit(f"training_study.py: '{path}': --{key} {logged[key]!r} in "
+                                     f"the log, {','.join(given)!r} now (narrowed: "
+                                     f"{','.join(missing)} missing); --resume may only add to "
+                                     "the sweep's lists, or give another --output")
             union = {key: list(dict.fromkeys(logged[key].split(",") +
                                              [str(v) for v in settings[key]]))
                      for key in LIST_KEYS}

@@ -112,7 +112,10 @@ def arguments(argv):
                "not given; docs/results.md has the study's command.")
     parser.add_argument("--output", "-o", required=True, help="the HDF5 log")
     parser.add_argument("--resume", action="store_true",
-                        help="complete an existing log: run only the runs it lacks")
+                        help="complete an existing log: keep its complete runs and run only the "
+                             "missing ones; the settings must be the same and each sweep list "
+                             "the same or wider (the rule for an existing log: "
+                             "docs/experiments.md, \"An existing log\")")
     parser.add_argument("--smoke", action="store_true",
                         help="a few steps of every backward and T, one seed, columns_first")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])

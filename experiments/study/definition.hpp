@@ -31,6 +31,7 @@
 #include "core/solver_registry.hpp"
 #include "core/types.hpp"
 #include "experiments/study/definition_entries.hpp"
+#include "io/hdf5_links.hpp"
 
 namespace sinkgrad::study {
 
@@ -49,6 +50,8 @@ struct LogitSource {
   std::string path;     // file: the path as resolved (relative to the definition's directory)
   std::string dataset;  // file: the (B, n, n) dataset in it
   std::string text;     // canonical spelling, part of every run's key: "uniform(0, 4)"
+  // file: the other files its dataset reads through external links or a virtual dataset
+  std::vector<h5::LinkedFile> linked;
 
   bool from_file() const { return kind == Kind::file; }
 };

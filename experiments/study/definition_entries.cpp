@@ -1,6 +1,7 @@
 #include "experiments/study/definition_entries.hpp"
 
 #include <boost/program_options.hpp>
+#include <set>
 #include <sstream>
 
 #include "experiments/study/definition.hpp"
@@ -139,6 +140,35 @@ std::string first_difference(const Entries& logged, const Entries& current) {
     }
     return key_label(key) + ": " + shown(a, key) + " in the log, " + shown(b, key) + " now";
   }
+  return "";
+}
+
+bool is_sweep_key(const std::string& key) {
+  static const std::set<std::string> lists = {
+      "inputs.n",           "inputs.logits", "inputs.seed", "forward.T",  "forward.precision",
+      "forward.convention", "forward.eps",   "solvers.use", "run.devices"};
+  return key.rfind("solver.", 0) == 0 || lists.count(key) != 0;
+}
+
+std::string resume_difference(const Entries& logged, const Entries& current) {
+  const Entries a = canonical_entries(logged), b = canonical_entries(current);
+  for (const auto& [key, value] : a) {
+    const auto now = b.find(key);
+    // A key given on one side only is a changed setting (its default is not known here).
+    if (now == b.end()) return key_label(key) + ": '" + value + "' in the log, not given now";
+    if (now->second == value) continue;
+    const std::string both =
+        key_label(key) + ": '" + value + "' in the log, '" + now->second + "' now";
+    if (!is_sweep_key(key)) return both + " (a fixed setting)";
+    const std::vector<std::string> items = split_list(now->second);
+    const std::set<std::string> wide(items.begin(), items.end());
+    std::string missing;
+    for (const std::string& item : split_list(value))
+      if (wide.count(item) == 0) missing += (missing.empty() ? "" : ", ") + item;
+    if (!missing.empty()) return both + " (narrowed: " + missing + " missing)";
+  }
+  for (const auto& [key, value] : b)
+    if (a.count(key) == 0) return key_label(key) + ": not given in the log, '" + value + "' now";
   return "";
 }
 

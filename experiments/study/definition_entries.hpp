@@ -33,6 +33,17 @@ std::string canonical_text(const Entries& entries);
 // now" (a missing key reads "not given"); empty when the studies are the same.
 std::string first_difference(const Entries& logged, const Entries& current);
 
+// Whether a key holds one of the sweep's lists (its items multiply the runs): [inputs] n,
+// logits, seed; [forward] T, precision, convention, eps; [solvers] use; [run] devices; every
+// [solver.NAME] option. Every other key is a fixed setting.
+bool is_sweep_key(const std::string& key);
+
+// The rule for resuming a log (docs/experiments.md, "An existing log"): empty when `current`
+// has every fixed setting of `logged` unchanged and each sweep list the same or a superset
+// (order does not matter); otherwise the first key that breaks it, e.g. "[forward] T: '1, 5, 20'
+// in the log, '1, 5' now (narrowed: 20 is missing)".
+std::string resume_difference(const Entries& logged, const Entries& current);
+
 // "[inputs] n" for "inputs.n".
 std::string key_label(const std::string& key);
 

@@ -107,6 +107,8 @@ LogitSource parse_logit_source(const Reader& reader, const std::string& key,
     source.text = "file(" + args[0] + ", " + args[1] + ")";
     try {
       const h5::File file = h5::File::open(source.path);
+      // Checked before the dataset is opened, which may follow a link into another file.
+      source.linked = h5::linked_files(file, {source.dataset});
       (void)h5::inspect_batch(file, source.dataset);
     } catch (const Error& error) {
       reader.fail(key, "'" + item + "': " + error.what());

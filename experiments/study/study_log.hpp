@@ -10,12 +10,14 @@
 //   /references/input_<hash>/<precision>/T_<T>         grad; attrs T
 //   /runs/run_<hash>                   attrs: parameters and scalar results; datasets below
 //
-// A group is marked finished by its attribute `complete` = 1, written last and flushed: a
+// A group is marked finished by its attribute `complete` = 1, written last and committed: a
 // sweep killed half-way keeps every finished run, and a resumed one removes unfinished groups
 // and finds the finished ones by id (a hash of the run's parameter key, stored as `key`).
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,6 +30,7 @@
 #include "experiments/study/references.hpp"
 #include "experiments/study/sweep.hpp"
 #include "io/hdf5.hpp"
+#include "io/writer_lock.hpp"
 
 namespace sinkgrad::study {
 
@@ -75,12 +78,17 @@ struct RunRecord {
   std::vector<double> iterate_error_unrolled_median, iterate_error_converged_median;
 };
 
+// Every write (the header, an input, a reference, a run) is committed on its own under an undo
+// journal (io/undo_journal.hpp): when one fails (a full disk, a file-size limit) it throws an
+// Error saying so, the log goes back to its state after the last complete write when it is
+// closed, and every later write throws the same Error. The log is locked for its writer
+// (io/writer_lock.hpp) from open() until it is destroyed.
 class StudyLog {
  public:
-  // Without resume: creates the file and refuses an existing one. With resume: opens the
-  // file when it exists (it must be a study log of the same parsed, overridden study: comments
-  // and layout may differ, values may not) and removes the
-  // groups a killed sweep left unfinished, or creates it when it does not.
+  // Creates the log when it does not exist. An existing log needs resume, and then the rule of
+  // docs/experiments.md ("An existing log"): the same fixed settings, each sweep list the same
+  // or a superset (resume_difference); a widened study replaces the log's definition. The
+  // groups a killed sweep left unfinished are removed.
   static StudyLog open(const std::string& path, const LogHeader& header, bool resume);
 
   const std::string& path() const { return path_; }
@@ -102,18 +110,23 @@ class StudyLog {
   void write_converged_reference(const InputSpec& input, Precision precision,
                                  const std::string& forward, const ConvergedReference& reference);
 
-  // Writes the run's group, marks it complete and flushes the file.
+  // Writes the run's group, marks it complete and commits it.
   void write_run(const RunSpec& run, const InputSpec& input, const RunRecord& record);
   // A run that threw: runs/<id> with its key, solver, error = the message, failed = 1 and
   // complete = 0, so that readers skip it and --resume tries it again.
   void write_failed_run(const RunSpec& run, const std::string& error);
 
  private:
-  StudyLog(h5::File file, std::string path) : file_(std::move(file)), path_(std::move(path)) {}
+  StudyLog(std::unique_ptr<WriterLock> lock, h5::File file, std::string path)
+      : lock_(std::move(lock)), file_(std::move(file)), path_(std::move(path)) {}
   void remove_unfinished(const std::string& parent) const;
+  // Runs `write` and commits it; on failure abandons the file (see above) and throws.
+  void record(const std::string& what, const std::function<void()>& write);
 
+  std::unique_ptr<WriterLock> lock_;  // first: released after the file is closed
   h5::File file_;
   std::string path_;
+  std::string failure_;  // the first failed write, repeated by every later one
 };
 
 }  // namespace sinkgrad::study

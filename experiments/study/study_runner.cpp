@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <exception>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -17,6 +19,7 @@
 #include "experiments/study/reference_cache.hpp"
 #include "experiments/study/study_log.hpp"
 #include "experiments/study/sweep.hpp"
+#include "io/hdf5_links.hpp"
 #include "io/memory_budget.hpp"
 #include "io/output_policy.hpp"
 
@@ -83,6 +86,8 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
   for (const LogitSource& logits : definition.logits)
     if (logits.from_file()) inputs.push_back(logits.path);
   const std::string output = checked_output_path(options.output, inputs);
+  for (const LogitSource& logits : definition.logits)
+    h5::refuse_output_among(output, logits.linked);
 
   LogHeader header;
   header.tool_version = options.tool_version;
@@ -111,6 +116,13 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
     summary.interrupted = options.stop_requested != nullptr && *options.stop_requested != 0;
     return summary.interrupted;
   };
+  // A write that fails ends the sweep with a message: it starts on a line of its own.
+  struct ClearOnThrow {
+    ProgressLine& line;
+    ~ClearOnThrow() {
+      if (std::uncaught_exceptions() > 0) line.clear();
+    }
+  } clear_on_throw{progress};
   std::size_t next = 0;
   while (next < planned && !stop()) {
     const std::size_t input_index = todo[next]->input;
@@ -120,20 +132,22 @@ RunnerSummary run_study(const StudyDefinition& definition, const RunnerOptions& 
     InputReferences references;
     for (; next < planned && todo[next]->input == input_index && !stop(); ++next) {
       progress.update(summary.done_now, run_label(*todo[next], input));
-      // The exception boundary of one run: whatever it throws fails this run only.
-      bool failed = true;
+      // The exception boundary of one run: whatever it throws fails this run only. Writing
+      // to the log is outside it: a run that cannot be recorded (a full disk) stops the sweep,
+      // with the log as it was after the last complete run.
+      std::optional<RunRecord> record;
       std::string failure;
       try {
-        const RunRecord record = runner.run(*todo[next], input, data, references);
-        log.write_run(*todo[next], input, record);
-        ++summary.done_now;
-        failed = false;
+        record = runner.run(*todo[next], input, data, references);
       } catch (const std::exception& error) {
         failure = error.what();
       } catch (...) {
         failure = "an exception that is not a std::exception";
       }
-      if (failed) {
+      if (record) {
+        log.write_run(*todo[next], input, *record);
+        ++summary.done_now;
+      } else {
         ++summary.failed;
         failure =
             "run " + todo[next]->id + " (" + run_label(*todo[next], input) + ") failed: " + failure;

@@ -1,5 +1,6 @@
 // Fuzz-style tests of the real binary: a few hundred generated malformed inputs (HDF5 files of
-// random shapes, element types, attributes and layouts, truncated files, random bytes) and
+// random shapes, element types, attributes and layouts, logits as an external link or a virtual
+// dataset that cycles or reads a missing file or dataset, truncated files, random bytes) and
 // malformed study definitions, each run under a time limit. Every case must end with exit code
 // 1 or 2 and a one-line message: no signal, no hang, no sanitizer report, no output or temporary
 // file left behind, the inputs byte for byte as they were. The generator is seeded
@@ -109,7 +110,7 @@ void write_random_dataset(hid_t file, const char* name, const std::vector<hsize_
 void write_malformed_input(const std::string& path, std::mt19937_64& rng, std::string& what) {
   auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
   const hsize_t B = static_cast<hsize_t>(pick(1, 4)), n = static_cast<hsize_t>(pick(1, 5));
-  const int defect = pick(0, 7);
+  const int defect = pick(0, 9);
   const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   std::vector<hsize_t> logits{B, n, n}, grad{B, n, n};
   hid_t logits_type = pick(0, 1) ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
@@ -146,6 +147,24 @@ void write_malformed_input(const std::string& path, std::mt19937_64& rng, std::s
       logits = grad = {hsize_t(1) << pick(34, 40), n + 60, n + 60};
       what = "huge shape";
       break;
+    case 8:    // logits an external link: to this file itself (a cycle), or to a missing file
+    case 9: {  // a virtual dataset: of itself, of a missing file or of a missing dataset
+      const char* files[] = {"in.h5", "nowhere.h5", defect == 8 ? "out.h5" : "."};
+      const char* target = files[pick(0, 2)];
+      const char* source = std::string(target) == "." ? "/missing" : "/logits";
+      write_random_dataset(file, "grad_output", grad, grad_type, rng);
+      const hid_t space = H5Screate_simple(3, logits.data(), nullptr);
+      const hid_t create = H5Pcreate(H5P_DATASET_CREATE);
+      if (defect == 8) H5Lcreate_external(target, source, file, "logits", H5P_DEFAULT, H5P_DEFAULT);
+      if (defect == 9 && H5Pset_virtual(create, space, target, source, space) >= 0)
+        H5Dclose(
+            H5Dcreate2(file, "logits", H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, create, H5P_DEFAULT));
+      H5Pclose(create);
+      H5Sclose(space);
+      H5Fclose(file);
+      what = std::string(defect == 8 ? "external link" : "virtual dataset") + " to " + target;
+      return;
+    }
     default: {  // logits is a group, not a dataset
       H5Gclose(H5Gcreate2(file, "logits", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
       write_random_dataset(file, "grad_output", grad, grad_type, rng);

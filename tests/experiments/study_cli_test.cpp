@@ -125,17 +125,22 @@ TEST(StudyResume, CommentAndLayoutEditsAreAcceptedAChangedValueIsRefusedNamingTh
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(contains(result.out, "2 already in the log, 2 run now")) << result.out;
 
-  // A changed value is refused, naming the key and both values.
-  write_text(definition, std::regex_replace(tiny, std::regex("T = 1, 2"), "T = 1, 2, 5"));
+  // A narrowed sweep list is refused naming the key and what is missing; so is a changed fixed
+  // setting, and the same change given as an override.
+  write_text(definition, std::regex_replace(tiny, std::regex("T = 1, 2"), "T = 2"));
   result = run_cli({"run", definition, "--output", log, "--resume"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_TRUE(contains(result.err, "[forward] T: '1, 2' in the log, '1, 2, 5' now")) << result.err;
-
-  // So is the same change given as an override; the original values resume fine.
+  EXPECT_TRUE(contains(result.err, "[forward] T: '1, 2' in the log, '2' now (narrowed: 1 missing)"))
+      << result.err;
   write_text(definition, tiny);
-  result = run_cli({"run", definition, "forward.T=1,2,5", "--output", log, "--resume"});
+  result = run_cli({"run", definition, "inputs.batch=5", "--output", log, "--resume"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_TRUE(contains(result.err, "[forward] T")) << result.err;
+  EXPECT_TRUE(contains(result.err, "[inputs] batch: '4' in the log, '5' now (a fixed setting)"))
+      << result.err;
+  // Without --resume an existing log is refused, naming --resume.
+  result = run_cli({"run", definition, "--output", log});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(contains(result.err, "exists; pass --resume")) << result.err;
   result = run_cli({"run", definition, "forward.T=1,2", "--output", log, "--resume", "--quiet"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(contains(result.out, "4 already in the log")) << result.out;

@@ -281,13 +281,15 @@ TEST(StudyRun, LogsAreNeverOverwrittenOrMixed) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("--resume"), std::string::npos) << error.what();
   }
-  definition.entries["forward.T"] = "1,4,8";
+  // A narrowed sweep list is refused (a widened one is a resume: study_cli_test.cpp).
+  definition.entries["forward.T"] = "1";
   options.resume = true;
   try {
     run_study(definition, options);
     ADD_FAILURE() << "a log of another study was resumed";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("[forward] T: '1, 4' in the log, '1, 4, 8' now"),
+    EXPECT_NE(std::string(error.what())
+                  .find("[forward] T: '1, 4' in the log, '1' now (narrowed: 4 missing)"),
               std::string::npos)
         << error.what();
   }

@@ -1,6 +1,7 @@
 """training/training_study.py interrupted and resumed, as a user does it: a tiny sweep is
 killed (SIGKILL) after two runs, resumed and stopped by SIGINT after its first new run (it
-finishes that run and exits 130), then resumed to the end, then extended by another T list.
+finishes that run and exits 130), then resumed to the end, then extended by a wider T list (a
+narrower one is refused).
 Every run must be in the log once, and a run written before an interruption must not have been
 recomputed (its process attribute and wall time are those of the process that first wrote
 it). A log without --resume and a resume with other settings are refused.
@@ -93,8 +94,12 @@ def main(study, work):
     with h5py.File(log, "r") as f:
         require(len(f["runs"]) == RUNS, "the log holds incomplete or duplicate runs")
 
-    # Another T list with the same settings adds its runs only; the log's sweep is the union.
-    more = subprocess.run([sys.executable, study, *sweep(Ts="3,5"), "--output", log,
+    # A narrowed T list is refused; a widened one adds its runs only and becomes the sweep.
+    narrowed = subprocess.run([sys.executable, study, *sweep(Ts="3,5"), "--output", log,
+                               "--resume"], capture_output=True, text=True)
+    require(narrowed.returncode == 1 and "narrowed: 1,2 missing" in narrowed.stderr,
+            f"a narrowed sweep: exit {narrowed.returncode}, {narrowed.stderr!r}")
+    more = subprocess.run([sys.executable, study, *sweep(Ts="1,2,3,5"), "--output", log,
                            "--resume"], capture_output=True, text=True)
     require(more.returncode == 0, f"extending the sweep failed: {more.stderr}")
     extended = runs(log)
