@@ -26,7 +26,7 @@ STATUS_NAMES = ("ok", "not_converged", "breakdown", "invalid_input", "ill_condit
 # The statuses whose gradient is the one asked for: ok, and fallback (the exact unrolled
 # gradient in place of a failed implicit one).
 SUCCESS_CODES = (0, 5)
-INT_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1  # the C ABI's int and int64_t
+INT_RANGE, INT64_RANGE = (-2**31, 2**31 - 1), (-2**63, 2**63 - 1)  # the C ABI's int, int64_t
 LIBRARY_NAME = "libsinkgrad_c.so"
 
 
@@ -52,9 +52,11 @@ def checked_int(name, value, low, high):
 
 
 def _shape(batch, n, T):
-    """(batch, n, T) checked in their C types (int64_t, int, int) and the library's bounds."""
-    return (checked_int("batch", batch, 0, INT64_MAX), checked_int("n", n, 1, INT_MAX),
-            checked_int("T", T, 1, INT_MAX))
+    """(batch, n, T) checked to fit their C types (int64_t, int, int); the library checks their
+    values (batch >= 0, n >= 1, T >= 1) with its own messages."""
+    return (checked_int("batch (an int64_t of the C ABI)", batch, *INT64_RANGE),
+            checked_int("n (an int of the C ABI)", n, *INT_RANGE),
+            checked_int("T (an int of the C ABI)", T, *INT_RANGE))
 
 
 def packaged_library():

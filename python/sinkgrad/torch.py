@@ -82,7 +82,8 @@ def _shaped(R, logits):
 
 
 # Whether a profiler runs: a range costs an op dispatch on every call, so it is entered only then.
-_profiling = getattr(torch.autograd, "_profiler_enabled", lambda: True)
+_profiling = (getattr(torch.autograd, "_profiler_enabled", None) or
+              getattr(torch._C._autograd, "_profiler_enabled", lambda: True))
 _NO_RANGE = contextlib.nullcontext()
 
 

@@ -97,15 +97,21 @@ class BindingIntegers(unittest.TestCase):
     def test_wrapping_values_are_refused(self):
         lib = _capi.library()
         M = torch.zeros(1, 1, 1, dtype=torch.float64)
-        for batch, n, T, pattern in ((1, 1, 2**32 + 1, r"T must be from 1 to 2147483647, got "
-                                      r"4294967297"),
-                                     (1, 2**32 + 1, 3, r"n must be from 1 to 2147483647"),
-                                     (2**64 + 1, 1, 3, r"batch must be from 0 to "),
-                                     (-1, 1, 3, r"batch must be from 0 to .*, got -1")):
+        for batch, n, T, pattern in (
+                (1, 1, 2**32 + 1, r"T \(an int of the C ABI\) must be from -2147483648 to "
+                 r"2147483647, got 4294967297"),
+                (1, 1, 2**31, r"T \(an int of the C ABI\) .*, got 2147483648"),
+                (1, 2**32 + 1, 3, r"n \(an int of the C ABI\) .*, got 4294967297"),
+                (2**64 + 1, 1, 3, r"batch \(an int64_t of the C ABI\) must be from "
+                 r"-9223372036854775808 to 9223372036854775807, got 18446744073709551617")):
             with self.assertRaisesRegex(ValueError, pattern):
                 lib.forward(_capi.CPU, 8, batch, n, T, M.data_ptr(), M.data_ptr())
-        with self.assertRaisesRegex(TypeError, r"T must be an int, got float"):
+        with self.assertRaisesRegex(TypeError, r"T \(an int of the C ABI\) must be an int, got "
+                                    r"float"):
             lib.forward(_capi.CPU, 8, 1, 1, 3.0, M.data_ptr(), M.data_ptr())
+        # Values that fit are the library's to judge, with its messages.
+        with self.assertRaisesRegex(sgt.SinkgradError, r"sinkgrad_forward: T must be >= 1, got 0"):
+            lib.forward(_capi.CPU, 8, 1, 1, 0, M.data_ptr(), M.data_ptr())
 
 
 class LoadPluginPaths(unittest.TestCase):

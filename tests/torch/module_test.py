@@ -97,10 +97,25 @@ class ProfilerNames(unittest.TestCase):
             self.assertEqual(names.count(f"sinkgrad::sinkhorn_forward[{forward}]"), 1, names)
             self.assertEqual(names.count(f"sinkgrad::sinkhorn_backward[{backward}]"), 1, names)
 
-    def test_nothing_is_recorded_without_a_profiler(self):
+    def test_no_range_is_entered_without_a_profiler(self):
+        # A range costs an op dispatch per call: the layer enters one only while profiling.
         M, _ = inputs(2, 3, seed=84)
-        self.assertFalse(torch.autograd._profiler_enabled())
-        sgt.sinkhorn(M.requires_grad_(True), 3).sum().backward()
+        entered, original = [], torch.profiler.record_function
+
+        def counted(name):
+            entered.append(name)
+            return original(name)
+
+        torch.profiler.record_function = counted
+        try:
+            sgt.sinkhorn(M.clone().requires_grad_(True), 3).sum().backward()
+            self.assertEqual(entered, [])
+            with profile(activities=[ProfilerActivity.CPU]):
+                sgt.sinkhorn(M.clone().requires_grad_(True), 3).sum().backward()
+            self.assertEqual(entered, ["sinkgrad::sinkhorn_forward[columns_first]",
+                                       "sinkgrad::sinkhorn_backward[unrolled]"])
+        finally:
+            torch.profiler.record_function = original
 
 
 class DoubleBackward(unittest.TestCase):
