@@ -51,10 +51,13 @@ def checked_int(name, value, low, high):
     return int(value)
 
 
-def _shape(batch, n, T):
-    """(batch, n, T) checked to fit their C types (int64_t, int, int); the library checks their
-    values (batch >= 0, n >= 1, T >= 1) with its own messages."""
-    return (checked_int("batch (an int64_t of the C ABI)", batch, *INT64_RANGE),
+def _ints(device, dtype, batch, n, T):
+    """The integers of a call checked to fit their C types (int, int, int64_t, int, int); the
+    library checks their values (a known device and dtype, batch >= 0, n >= 1, T >= 1) with its
+    own messages."""
+    return (checked_int("device (an int of the C ABI)", device, *INT_RANGE),
+            checked_int("dtype (an int of the C ABI)", dtype, *INT_RANGE),
+            checked_int("batch (an int64_t of the C ABI)", batch, *INT64_RANGE),
             checked_int("n (an int of the C ABI)", n, *INT_RANGE),
             checked_int("T (an int of the C ABI)", T, *INT_RANGE))
 
@@ -155,21 +158,21 @@ class Library:
     # "Forward conventions"); the default is the seeds' columns_first without eps.
     def forward(self, device, dtype, batch, n, T, logits, R, convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
-        batch, n, T = _shape(batch, n, T)
+        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_forward_convention(device, dtype, batch, n, T,
                                                           name.encode(), eps, logits, R))
 
     def forward_async(self, dtype, batch, n, T, logits, R, stream,
                       convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
-        batch, n, T = _shape(batch, n, T)
+        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_forward_convention_async(dtype, batch, n, T, name.encode(),
                                                                 eps, logits, R, stream))
 
     def solve(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad, status,
               iterations, convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
-        batch, n, T = _shape(batch, n, T)
+        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_solve_convention(
             solver.encode(), options.encode(), device, dtype, batch, n, T, name.encode(), eps,
             logits, R, G, grad, status, iterations))
@@ -177,7 +180,7 @@ class Library:
     def solve_async(self, solver, options, dtype, batch, n, T, logits, R, G, grad, status,
                     iterations, stream, convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
-        batch, n, T = _shape(batch, n, T)
+        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_solve_convention_async(
             solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
             G, grad, status, iterations, stream))
@@ -187,7 +190,7 @@ class Library:
     def solve_diagnosed(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad,
                         status, iterations, diagnostics, convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
-        batch, n, T = _shape(batch, n, T)
+        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_solve_diagnosed(
             solver.encode(), options.encode(), device, dtype, batch, n, T, name.encode(), eps,
             logits, R, G, grad, status, iterations, *diagnostics))
@@ -196,7 +199,7 @@ class Library:
                               status, iterations, diagnostics, stream,
                               convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
-        batch, n, T = _shape(batch, n, T)
+        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_solve_diagnosed_async(
             solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
             G, grad, status, iterations, *diagnostics, stream))
@@ -205,19 +208,20 @@ class Library:
     def replace_failures(self, device, dtype, batch, n, T, logits, G, grad, status,
                          convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
-        batch, n, T = _shape(batch, n, T)
+        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_replace_failures(device, dtype, batch, n, T, name.encode(),
                                                         eps, logits, G, grad, status))
 
     def replace_failures_async(self, dtype, batch, n, T, logits, G, grad, status, stream,
                                convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
-        batch, n, T = _shape(batch, n, T)
+        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_replace_failures_async(dtype, batch, n, T, name.encode(),
                                                               eps, logits, G, grad, status,
                                                               stream))
 
     def check_solver(self, solver, options, device, dtype):
+        device, dtype, _, _, _ = _ints(device, dtype, 0, 0, 0)
         self._check(self._lib.sinkgrad_check_solver(solver.encode(), options.encode(), device,
                                                     dtype))
 

@@ -109,6 +109,9 @@ class BindingIntegers(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, r"T \(an int of the C ABI\) must be an int, got "
                                     r"float"):
             lib.forward(_capi.CPU, 8, 1, 1, 3.0, M.data_ptr(), M.data_ptr())
+        with self.assertRaisesRegex(ValueError, r"device \(an int of the C ABI\) .*, got "
+                                    r"4294967296"):
+            lib.check_solver("unrolled", "", 2**32, 8)  # would be 0, the cpu, through ctypes
         # Values that fit are the library's to judge, with its messages.
         with self.assertRaisesRegex(sgt.SinkgradError, r"sinkgrad_forward: T must be >= 1, got 0"):
             lib.forward(_capi.CPU, 8, 1, 1, 0, M.data_ptr(), M.data_ptr())
