@@ -44,6 +44,8 @@ class SinkgradError(RuntimeError):
 def checked_int(name, value, low, high):
     """value as an int of [low, high] (TypeError for a non-integer or a bool, ValueError naming
     the true value otherwise)."""
+    if type(value) is int and low <= value <= high:  # every call of the layer: kept cheap
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if not low <= value <= high:
