@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/plugin_loader.hpp"
 #include "core/solver_options.hpp"
 #include "core/solver_registry.hpp"
 #include "sinkgrad/sinkgrad_c.h"
@@ -65,8 +66,22 @@ std::map<std::string, std::string> parse_options(const char* text) {
   return options;
 }
 
+void load_plugin_path() {
+  // A function-local static: loaded once per process, thread-safe, the outcome kept.
+  static const std::string refusal = [] {
+    try {
+      load_configured_plugins({});
+      return std::string();
+    } catch (const std::exception& error) {
+      return std::string(error.what());
+    }
+  }();
+  if (!refusal.empty()) throw Error(refusal);
+}
+
 const BackwardSolver* cached_solver(const std::string& name,
                                     const std::map<std::string, std::string>& options) {
+  load_plugin_path();
   using Key = std::pair<std::string, std::map<std::string, std::string>>;
   static auto* cache = new std::map<Key, std::unique_ptr<BackwardSolver>>;
   static std::mutex mutex;

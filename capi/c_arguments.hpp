@@ -65,6 +65,12 @@ void check_solve_arguments(std::int64_t batch, int n, int T, const void* R, cons
 // "key=value,key=value" (spaces around keys and values ignored) into the registry's map.
 std::map<std::string, std::string> parse_options(const char* text);
 
+// The plugins of SINKGRAD_PLUGIN_PATH, loaded on the first call that looks solvers up, by the
+// function the command-line tool calls (load_configured_plugins), so that the layer and the CLI
+// see the same solvers. A refusal is remembered and thrown by every later call, as the CLI
+// refuses every command then, rather than a solver going missing without a word.
+void load_plugin_path();
+
 // Solvers by (name, options), created on first use and kept until exit (never destroyed, like
 // the registry), so that repeated calls from a timing loop skip creation. Never null (a pointer,
 // not a reference: GCC 13 takes a reference returned from temporary arguments for a dangling one).

@@ -216,7 +216,20 @@ int sinkgrad_check_solver(const char* solver, const char* options, int device, i
 int sinkgrad_load_plugin(const char* path) {
   return guarded("sinkgrad_load_plugin", [&] {
     if (path == nullptr) throw Error("path is NULL");
+    load_plugin_path();  // SINKGRAD_PLUGIN_PATH's plugins first, as the CLI loads them
     load_plugin(path);
+  });
+}
+
+int sinkgrad_solver_names(const char** names) {
+  return guarded("sinkgrad_solver_names", [&] {
+    if (names == nullptr) throw Error("names is NULL");
+    load_plugin_path();
+    thread_local std::string text;
+    text.clear();
+    for (const auto& name : SolverRegistry::global().names())
+      text += (text.empty() ? "" : ",") + name;
+    *names = text.c_str();
   });
 }
 

@@ -9,7 +9,7 @@ build_dir=${SINKGRAD_BUILD_DIR:-$root/build}
 
 packages=(cmake ninja-build g++ pkg-config libeigen3-dev libhdf5-dev libboost-program-options-dev
           libgtest-dev libbenchmark-dev python3 python3-numpy python3-h5py python3-matplotlib
-          python3-torch)
+          python3-torch python3-venv python3-pip python3-setuptools python3-wheel)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

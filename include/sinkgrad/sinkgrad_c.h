@@ -72,8 +72,16 @@ SINKGRAD_C_API int sinkgrad_check_solver(const char* solver, const char* options
                                          int dtype);
 
 /* Loads a solver plugin (a shared library built against sinkgrad/plugin.hpp) into the
- * registry that sinkgrad_solve uses; loading the same file again is not an error. */
+ * registry that sinkgrad_solve uses; loading the same file again is not an error.
+ * SINKGRAD_PLUGIN_PATH (files and directories, colon-separated) is honoured as the command-line
+ * tool honours it: its plugins are loaded by the first call that looks a solver up (a solve,
+ * sinkgrad_check_solver, sinkgrad_solver_names) or loads a plugin, before anything else; when
+ * one is refused, that call and every later one of them fails with the loader's reason. */
 SINKGRAD_C_API int sinkgrad_load_plugin(const char* path);
+
+/* The registered solvers' names, sorted and comma-separated (the built-ins, SINKGRAD_PLUGIN_PATH's
+ * and those of sinkgrad_load_plugin), in *names: this thread's text, valid until its next call. */
+SINKGRAD_C_API int sinkgrad_solver_names(const char** names);
 
 /* 1 when this library was built with the CUDA variants, 0 otherwise. */
 SINKGRAD_C_API int sinkgrad_has_cuda(void);

@@ -8,4 +8,9 @@ This package needs no compiler and does not depend on PyTorch's C++ ABI: any PyT
 """
 from sinkgrad._capi import STATUS_NAMES, SinkgradError, library, load_plugin
 
-__all__ = ["STATUS_NAMES", "SinkgradError", "library", "load_plugin"]
+try:
+    from sinkgrad._version import __version__  # written by the build from project(VERSION)
+except ImportError:  # the source tree's copy (python/sinkgrad), which no build wrote into
+    __version__ = "unknown"
+
+__all__ = ["STATUS_NAMES", "SinkgradError", "library", "load_plugin", "__version__"]

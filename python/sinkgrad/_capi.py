@@ -1,6 +1,7 @@
 """The ctypes binding of libsinkgrad_c (include/sinkgrad/sinkgrad_c.h), the one every Python
-caller uses (the PyTorch layer, the comparisons, the tests), found through $SINKGRAD_C_LIB or the
-path the build or `cmake --install` wrote into _location.py, or given:
+caller uses (the PyTorch layer, the comparisons, the tests), found through $SINKGRAD_C_LIB, inside
+the package (lib/, where `pip install` puts it), through the path the build or `cmake --install`
+wrote into _location.py, or given:
 
     lib = Library("build/lib/libsinkgrad_c.so")       # or library(): the process's one
     R = lib.forward_numpy(M, 20)                       # numpy (B, n, n) arrays on the cpu
@@ -8,10 +9,12 @@ path the build or `cmake --install` wrote into _location.py, or given:
 
 Pointers are integers (a tensor's data_ptr(), a stream's cuda_stream, an array's ctypes.data);
 dtype is the element size, 4 (float32) or 8 (float64). A convention is (name, eps), eps None
-(or NaN) for the convention's own (the library's table, default_eps). A failed call raises
+(or NaN) for the convention's own (the library's table, default_eps). Every integer is checked in
+the C type it is passed as (ctypes would wrap 2**32 + 1 to 1 without a word). A failed call raises
 SinkgradError with the library's message.
 """
 import ctypes
+import numbers
 import os
 import threading
 
@@ -23,22 +26,63 @@ STATUS_NAMES = ("ok", "not_converged", "breakdown", "invalid_input", "ill_condit
 # The statuses whose gradient is the one asked for: ok, and fallback (the exact unrolled
 # gradient in place of a failed implicit one).
 SUCCESS_CODES = (0, 5)
+INT_RANGE, INT64_RANGE = (-2**31, 2**31 - 1), (-2**63, 2**63 - 1)  # the C ABI's int, int64_t
+LIBRARY_NAME = "libsinkgrad_c.so"
 
 
 class SinkgradError(RuntimeError):
-    """An error reported by libsinkgrad (its message names the function and the reason)."""
+    """An error reported by libsinkgrad. str(): "function: reason" as the library wrote it;
+    .function the C function, .reason the rest (what the Python layers show their callers)."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        function, separator, reason = message.partition(": ")
+        is_c_name = separator and function.startswith("sinkgrad_") and " " not in function
+        self.function, self.reason = (function, reason) if is_c_name else (None, message)
+
+
+def checked_int(name, value, low, high):
+    """value as an int of [low, high] (TypeError for a non-integer or a bool, ValueError naming
+    the true value otherwise)."""
+    if type(value) is int and low <= value <= high:  # every call of the layer: kept cheap
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be from {low} to {high}, got {int(value)}")
+    return int(value)
+
+
+def _ints(device, dtype, batch, n, T):
+    """The integers of a call checked to fit their C types (int, int, int64_t, int, int); the
+    library checks their values (a known device and dtype, batch >= 0, n >= 1, T >= 1) with its
+    own messages."""
+    return (checked_int("device (an int of the C ABI)", device, *INT_RANGE),
+            checked_int("dtype (an int of the C ABI)", dtype, *INT_RANGE),
+            checked_int("batch (an int64_t of the C ABI)", batch, *INT64_RANGE),
+            checked_int("n (an int of the C ABI)", n, *INT_RANGE),
+            checked_int("T (an int of the C ABI)", T, *INT_RANGE))
+
+
+def packaged_library():
+    """The libsinkgrad_c inside this package (lib/, as `pip install` lays it out), or None."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", LIBRARY_NAME)
+    return path if os.path.exists(path) else None
 
 
 def library_path():
-    """$SINKGRAD_C_LIB, else the libsinkgrad_c that this copy of the package was built with, else
-    (the package in a source checkout, python/sinkgrad) that checkout's build/lib."""
+    """$SINKGRAD_C_LIB (the user's explicit choice), else the library inside the package (a pip
+    install), else the libsinkgrad_c that this copy of the package was built with, else (the
+    package in a source checkout, python/sinkgrad) that checkout's build/lib."""
     if os.environ.get("SINKGRAD_C_LIB"):
         return os.environ["SINKGRAD_C_LIB"]
+    if packaged_library() is not None:
+        return packaged_library()
     try:
         from sinkgrad._location import LIBRARY
     except ImportError:
         checkout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
-                                "lib", "libsinkgrad_c.so")
+                                "lib", LIBRARY_NAME)
         if os.path.exists(checkout):
             return os.path.normpath(checkout)
         raise SinkgradError(
@@ -56,6 +100,9 @@ class Library:
             self._lib = ctypes.CDLL(path)
         except OSError as error:
             raise SinkgradError(f"cannot load libsinkgrad_c from {path}: {error}") from None
+        if not hasattr(self._lib, "sinkgrad_solver_names"):
+            raise SinkgradError(f"{path} is an older libsinkgrad_c than this package (no "
+                                "sinkgrad_solver_names); rebuild it or unset SINKGRAD_C_LIB")
         p, i32, i64, s = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_char_p
         d = ctypes.c_double
         signatures = {
@@ -74,6 +121,7 @@ class Library:
             "sinkgrad_replace_failures_async": (i32, [i32, i64, i32, i32, s, d, p, p, p, p, p]),
             "sinkgrad_check_solver": (i32, [s, s, i32, i32]),
             "sinkgrad_load_plugin": (i32, [s]),
+            "sinkgrad_solver_names": (i32, [ctypes.POINTER(s)]),
             "sinkgrad_has_cuda": (i32, []),
             "sinkgrad_default_eps": (i32, [s, ctypes.POINTER(d)]),
         }
@@ -112,18 +160,21 @@ class Library:
     # "Forward conventions"); the default is the seeds' columns_first without eps.
     def forward(self, device, dtype, batch, n, T, logits, R, convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
+        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_forward_convention(device, dtype, batch, n, T,
                                                           name.encode(), eps, logits, R))
 
     def forward_async(self, dtype, batch, n, T, logits, R, stream,
                       convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
+        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_forward_convention_async(dtype, batch, n, T, name.encode(),
                                                                 eps, logits, R, stream))
 
     def solve(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad, status,
               iterations, convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
+        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_solve_convention(
             solver.encode(), options.encode(), device, dtype, batch, n, T, name.encode(), eps,
             logits, R, G, grad, status, iterations))
@@ -131,6 +182,7 @@ class Library:
     def solve_async(self, solver, options, dtype, batch, n, T, logits, R, G, grad, status,
                     iterations, stream, convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
+        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_solve_convention_async(
             solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
             G, grad, status, iterations, stream))
@@ -140,6 +192,7 @@ class Library:
     def solve_diagnosed(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad,
                         status, iterations, diagnostics, convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
+        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_solve_diagnosed(
             solver.encode(), options.encode(), device, dtype, batch, n, T, name.encode(), eps,
             logits, R, G, grad, status, iterations, *diagnostics))
@@ -148,6 +201,7 @@ class Library:
                               status, iterations, diagnostics, stream,
                               convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
+        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_solve_diagnosed_async(
             solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
             G, grad, status, iterations, *diagnostics, stream))
@@ -156,23 +210,38 @@ class Library:
     def replace_failures(self, device, dtype, batch, n, T, logits, G, grad, status,
                          convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
+        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_replace_failures(device, dtype, batch, n, T, name.encode(),
                                                         eps, logits, G, grad, status))
 
     def replace_failures_async(self, dtype, batch, n, T, logits, G, grad, status, stream,
                                convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
+        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
         self._check(self._lib.sinkgrad_replace_failures_async(dtype, batch, n, T, name.encode(),
                                                               eps, logits, G, grad, status,
                                                               stream))
 
     def check_solver(self, solver, options, device, dtype):
+        device, dtype, _, _, _ = _ints(device, dtype, 0, 0, 0)
         self._check(self._lib.sinkgrad_check_solver(solver.encode(), options.encode(), device,
                                                     dtype))
 
     def load_plugin(self, path):
-        self._check(self._lib.sinkgrad_load_plugin(os.fsencode(path)))
+        """path: a str or os.PathLike (bytes too) without NUL characters."""
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError(f"a plugin path must be a str or os.PathLike, got "
+                            f"{type(path).__name__}")
+        encoded = os.fsencode(path)
+        if b"\0" in encoded:
+            raise ValueError(f"a plugin path cannot contain NUL characters: {path!r}")
+        self._check(self._lib.sinkgrad_load_plugin(encoded))
 
+    def solver_names(self):
+        """The registered solvers, sorted: built-ins, SINKGRAD_PLUGIN_PATH's, loaded plugins'."""
+        names = ctypes.c_char_p()
+        self._check(self._lib.sinkgrad_solver_names(ctypes.byref(names)))
+        return tuple(names.value.decode().split(","))
 
     # numpy arrays on the cpu: shapes (B, n, n), float32 or float64, C-contiguous.
     def forward_numpy(self, M, T, convention=DEFAULT_CONVENTION):
@@ -197,8 +266,6 @@ class Library:
         return grad, status, iterations
 
 
-
-
 _library = None
 _lock = threading.Lock()
 
@@ -219,5 +286,13 @@ def default_eps(convention):
 
 def load_plugin(path):
     """Loads a solver plugin into the registry every later solve uses (docs/adding-a-solver.md);
-    loading the same file twice is harmless. Raises SinkgradError naming why it was refused."""
-    library().load_plugin(str(path))
+    loading the same file twice is harmless. path: a str or os.PathLike (TypeError otherwise,
+    ValueError with a NUL inside). Raises SinkgradError naming why the plugin was refused."""
+    try:
+        library().load_plugin(path)
+    except TypeError as error:
+        raise TypeError(f"sinkgrad.load_plugin: {error}") from None
+    except ValueError as error:
+        raise ValueError(f"sinkgrad.load_plugin: {error}") from None
+    except SinkgradError as error:
+        raise SinkgradError(f"sinkgrad.load_plugin: {error.reason}") from None

@@ -2,11 +2,17 @@
 float64 tensors, on the cpu or one CUDA device. On CUDA every call is launched on PyTorch's
 current stream and returns without waiting (stream-ordered C ABI); its outputs come from
 PyTorch's allocator, so the calls can be captured into a CUDA graph. With torch >= 2.4 these
-functions are also registered as torch.library custom ops (sinkgrad/_ops.py)."""
+functions are also registered as torch.library custom ops (sinkgrad/_ops.py). A library error
+while they run (a CUDA error, say) is a SinkgradError in the layer's terms, without the C
+function's name."""
 import torch
 
 from sinkgrad._capi import (CPU, CUDA, DEFAULT_CONVENTION, STATUS_NAMES, SUCCESS_CODES,
                             SinkgradError, library)
+
+
+def _in_python_terms(error):
+    return SinkgradError(f"sinkgrad.torch.sinkhorn: {error.reason}")
 
 
 def _dtype_code(tensor):
@@ -30,13 +36,16 @@ def forward(logits, iterations, convention=DEFAULT_CONVENTION):
     R = torch.empty_like(logits)
     batch, n = logits.shape[0], logits.shape[-1]
     lib = library()
-    if logits.is_cuda:
-        _on_device(logits, lambda stream: lib.forward_async(
-            _dtype_code(logits), batch, n, iterations, logits.data_ptr(), R.data_ptr(), stream,
-            convention))
-    else:
-        lib.forward(CPU, _dtype_code(logits), batch, n, iterations, logits.data_ptr(),
-                    R.data_ptr(), convention)
+    try:
+        if logits.is_cuda:
+            _on_device(logits, lambda stream: lib.forward_async(
+                _dtype_code(logits), batch, n, iterations, logits.data_ptr(), R.data_ptr(),
+                stream, convention))
+        else:
+            lib.forward(CPU, _dtype_code(logits), batch, n, iterations, logits.data_ptr(),
+                        R.data_ptr(), convention)
+    except SinkgradError as error:
+        raise _in_python_terms(error) from None
     return R
 
 
@@ -48,6 +57,14 @@ def solve(logits, R, grad_output, iterations, solver, options, convention=DEFAUL
     """(dL/dM, status, iterations) of one solver for R made by the forward of `convention`;
     status and iterations are int32 (B,). diagnostics: a dict that receives the per-matrix
     diagnostics (DIAGNOSTICS: R's dtype, zero_entries int32, each (B,)), or None."""
+    try:
+        return _solve(logits, R, grad_output, iterations, solver, options, convention,
+                      diagnostics)
+    except SinkgradError as error:
+        raise _in_python_terms(error) from None
+
+
+def _solve(logits, R, grad_output, iterations, solver, options, convention, diagnostics):
     batch, n = R.shape[0], R.shape[-1]
     grad = torch.empty_like(R)
     status = torch.empty(batch, dtype=torch.int32, device=R.device)
@@ -103,11 +120,15 @@ def replace_failures(logits, grad_output, grad, status, iterations,
     batch, n = grad.shape[0], grad.shape[-1]
     lib = library()
     pointers = (logits.data_ptr(), grad_output.data_ptr(), grad.data_ptr(), status.data_ptr())
-    if grad.is_cuda:
-        _on_device(grad, lambda stream: lib.replace_failures_async(
-            _dtype_code(grad), batch, n, iterations, *pointers, stream, convention))
-    else:
-        lib.replace_failures(CPU, _dtype_code(grad), batch, n, iterations, *pointers, convention)
+    try:
+        if grad.is_cuda:
+            _on_device(grad, lambda stream: lib.replace_failures_async(
+                _dtype_code(grad), batch, n, iterations, *pointers, stream, convention))
+        else:
+            lib.replace_failures(CPU, _dtype_code(grad), batch, n, iterations, *pointers,
+                                 convention)
+    except SinkgradError as error:
+        raise _in_python_terms(error) from None
 
 
 def backward(logits, R, grad_output, iterations, solver, options, on_failure,

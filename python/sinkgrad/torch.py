@@ -4,33 +4,31 @@ sinkgrad solver, on the cpu and on CUDA (docs/pytorch.md).
     import sinkgrad.torch as sgt
     R = sgt.sinkhorn(logits, 20, backward="auto")   # logits: (..., n, n)
     (R * weights).sum().backward()
+    layer = sgt.Sinkhorn(20, backward="auto")       # the same as a torch.nn.Module
 
 Half-precision logits (bfloat16, float16) are computed in float32 and R is cast back, as the
 production mHC kernels do. On CUDA the layer runs on PyTorch's current stream, never waits for
 the GPU (unless on_failure="raise") and allocates only through PyTorch, so it can be captured
 into a CUDA graph. Every forward convention of the library runs (forward=, eps=): the backward
 differentiates the forward that ran. torch.compile traces it through the custom ops of _ops.py
-(torch >= 2.4) without a graph break; eager calls use a plain autograd.Function.
+(torch >= 2.4) without a graph break; eager calls use a plain autograd.Function, which the
+profiler shows as sinkgrad::sinkhorn_forward[convention] and sinkgrad::sinkhorn_backward[solver].
+A second derivative is refused (RuntimeError), never silently wrong.
 """
-import math
-import numbers
+import contextlib
 
 import torch
 
-from sinkgrad import _kernels, _ops
+from sinkgrad import _arguments, _kernels, _ops
+from sinkgrad._arguments import FORWARDS, MAX_ITERATIONS, ON_FAILURE
 from sinkgrad._capi import STATUS_NAMES, SinkgradError, default_eps, load_plugin
 from sinkgrad._kernels import SolveFailure
 
-__all__ = ["sinkhorn", "SolveStats", "load_plugin", "default_eps", "SinkgradError",
-           "SolveFailure", "STATUS_NAMES", "FORWARDS", "ON_FAILURE"]
-
-# The dtype each accepted input dtype is computed in, and its name for the solver check.
-_COMPUTE = {torch.float32: torch.float32, torch.float64: torch.float64,
-            torch.bfloat16: torch.float32, torch.float16: torch.float32}
-_COMPUTE_NAME = {torch.float32: "float32", torch.float64: "float64",
-                 torch.bfloat16: "float32", torch.float16: "float32"}
-FORWARDS = ("columns_first", "rows_first", "tilekernels")
-ON_FAILURE = ("keep", "unrolled", "raise")
+__all__ = ["sinkhorn", "Sinkhorn", "SolveStats", "load_plugin", "default_eps", "SinkgradError",
+           "SolveFailure", "STATUS_NAMES", "FORWARDS", "ON_FAILURE", "MAX_ITERATIONS"]
+DOUBLE_BACKWARD = ("sinkgrad.torch.sinkhorn: sinkgrad's backward is not differentiable twice "
+                   "(a gradient computed with create_graph=True cannot be differentiated again: "
+                   "no double backward, gradgradcheck or Hessian through it)")
 
 
 class SolveStats:
@@ -71,68 +69,11 @@ class SolveStats:
         return f"SolveStats({self.counts()})"
 
 
-def _options_text(options):
-    """{"key": value} as the library's "key=value,key=value" (what --option key=value takes)."""
-    if options is None:
-        return ""
-    if not isinstance(options, dict):
-        raise TypeError(f"sinkhorn: options must be a dict, got {type(options).__name__}")
-    parts = []
-    for key, value in options.items():
-        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-        if not isinstance(key, str) or "," in key or "=" in key or "," in text:
-            raise ValueError(f"sinkhorn: option {key!r}={text!r} cannot be passed on "
-                             "(keys are names; neither may contain ',')")
-        parts.append(f"{key}={text}")
-    return ",".join(parts)
-
-
-def _forward_convention(forward, eps):
-    """(name, eps) of the forward the layer runs and differentiates (docs/math.md, "Forward
-    conventions"); refuses an unknown name or an eps that is not a finite number >= 0."""
-    if not isinstance(forward, str) or forward not in FORWARDS:
-        raise ValueError(f"sinkhorn: forward={forward!r} is not a forward convention (use "
-                         f"{', '.join(FORWARDS)})")
-    if eps is None:  # NaN: the binding takes the convention's own from the library's one table
-        return forward, math.nan
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-        raise TypeError(f"sinkhorn: eps must be a number or None, got {type(eps).__name__}")
-    if not math.isfinite(eps) or eps < 0:
-        raise ValueError(f"sinkhorn: eps must be finite and >= 0, got {eps!r}")
-    return forward, float(eps)
-
-
-def _constant_result(function):
-    """torch.compile calls the decorated function while tracing and keeps its result, instead
-    of tracing into the ctypes calls behind it."""
-    compiler = getattr(torch, "compiler", None)
-    if compiler is not None and hasattr(compiler, "assume_constant_result"):
-        return compiler.assume_constant_result(function)
-    return function
-
-
-_checked = set()
-
-
-@_constant_result
-def _check_solver(backward, options, device_type, dtype_name):
-    """Raises ValueError with the library's message unless the solver exists, takes these
-    options and runs on this device in this dtype; each combination is checked once."""
-    key = (backward, options, device_type, dtype_name)
-    if key not in _checked:
-        try:
-            _kernels.check_solver(backward, options, device_type, getattr(torch, dtype_name))
-        except SinkgradError as error:
-            raise ValueError(f"sinkhorn: {error}") from None
-        _checked.add(key)
-    return True
-
-
 def _flat(logits):
     """The library's input: a contiguous (B, n, n) batch in the compute dtype (no copy when the
     logits are one already)."""
     n = logits.shape[-1]
-    return logits.to(_COMPUTE[logits.dtype]).reshape(-1, n, n).contiguous()
+    return logits.to(_arguments.COMPUTE[logits.dtype]).reshape(-1, n, n).contiguous()
 
 
 def _shaped(R, logits):
@@ -140,18 +81,22 @@ def _shaped(R, logits):
     return R.view(logits.shape).to(logits.dtype)
 
 
-def _forward(ctx, logits, iterations, backward, options, on_failure, stats, convention):
-    M = _flat(logits)
-    R = _kernels.forward(M, iterations, convention)
-    ctx.save_for_backward(M, R)
-    ctx.setup = (logits.shape, logits.dtype, iterations, backward, options, on_failure, stats,
-                 convention)
-    return _shaped(R, logits)
+# Whether a profiler runs: a range costs an op dispatch on every call, so it is entered only then.
+_profiling = (getattr(torch.autograd, "_profiler_enabled", None) or
+              getattr(torch._C._autograd, "_profiler_enabled", lambda: True))
+_NO_RANGE = contextlib.nullcontext()
+
+
+def _profiler_range(step, what):
+    """The profiler's sinkgrad::sinkhorn_forward[convention] / sinkhorn_backward[solver]."""
+    if _profiling():
+        return torch.profiler.record_function(f"sinkgrad::sinkhorn_{step}[{what}]")
+    return _NO_RANGE
 
 
 def _backward(ctx, grad_R):
     shape, dtype, iterations, backward, options, on_failure, stats, convention = ctx.setup
-    M, R = ctx.saved_tensors
+    M, R, _ = ctx.saved_tensors
     G = grad_R.to(R.dtype).reshape(R.shape).contiguous()
     diagnostics = {} if stats is not None else None
     grad, status, steps = _kernels.backward(M, R, G, iterations, backward, options, on_failure,
@@ -161,14 +106,48 @@ def _backward(ctx, grad_R):
         stats.iterations = steps.view(shape[:-2])
         for name, values in diagnostics.items():
             setattr(stats, name, values.view(shape[:-2]))
-    return grad.view(shape).to(dtype), None, None, None, None, None, None
+    return grad.view(shape).to(dtype)
+
+
+class _NotTwice(torch.autograd.Function):
+    """The gradient of a backward run with create_graph=True, tied to the graph it came from
+    (R, and grad_R when that has a graph): differentiating it raises. Without the tie it would
+    be a constant to autograd, and a loss built on it would silently lose the second-derivative
+    term."""
+
+    @staticmethod
+    def forward(ctx, grad, *anchors):
+        return grad.clone()  # a new tensor: .grad may be detached or zeroed in place later
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise RuntimeError(DOUBLE_BACKWARD)
 
 
 class _Sinkhorn(torch.autograd.Function):
     """The eager layer: the library called directly, no custom-op dispatch."""
-    forward = staticmethod(_forward)
-    # once_differentiable: a second derivative fails instead of being silently wrong.
-    backward = staticmethod(torch.autograd.function.once_differentiable(_backward))
+
+    @staticmethod
+    def forward(ctx, logits, iterations, backward, options, on_failure, stats, convention):
+        with _profiler_range("forward", convention[0]):
+            M = _flat(logits)
+            R = _kernels.forward(M, iterations, convention)
+            output = _shaped(R, logits)
+        # output is saved to tie a create_graph=True gradient to this graph (_NotTwice); it is
+        # R itself in float32 / float64, and a half R is saved by whatever consumes it anyway.
+        ctx.save_for_backward(M, R, output)
+        ctx.setup = (logits.shape, logits.dtype, iterations, backward, options, on_failure, stats,
+                     convention)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_R):
+        with torch.no_grad(), _profiler_range("backward", ctx.setup[3]):
+            grad = _backward(ctx, grad_R)
+        if torch.is_grad_enabled():  # create_graph=True: refuse a second derivative later
+            anchors = [ctx.saved_tensors[2]] + ([grad_R] if grad_R.requires_grad else [])
+            grad = _NotTwice.apply(grad, *anchors)
+        return grad, None, None, None, None, None, None
 
 
 def _compiled(logits, iterations, backward, options, on_failure, convention):
@@ -182,53 +161,79 @@ def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="
              eps=None, stats=None, on_failure="unrolled"):
     """R = Sinkhorn_T(exp(logits)) over the last two dims, differentiable w.r.t. logits.
 
-    logits: (..., n, n), float32 / float64 / bfloat16 / float16, cpu or CUDA, any strides.
-    iterations: T >= 1. backward: a registered solver name (built-in: unrolled, auto,
-    cg_plain, cg_corrected, direct; plugins after load_plugin). "auto" is the implicit backward
-    safe to train with: cg_corrected per matrix, the exact unrolled gradient where that fails or
-    the forward is too far from converged (status fallback). options: a dict passed to the solver as
+    logits: (..., n, n), n >= 1, float32 / float64 / bfloat16 / float16, cpu or CUDA, any
+    strides. iterations: T, an int from 1 to MAX_ITERATIONS (10**6). backward: a registered
+    solver name (built-in: unrolled, auto, cg_plain, cg_corrected, direct; plugins from
+    SINKGRAD_PLUGIN_PATH or load_plugin). "auto" is the implicit backward safe to train with:
+    cg_corrected per matrix, the exact unrolled gradient where that fails or the forward is too
+    far from converged (status fallback). options: a dict passed to the solver as
     --option key=value is. forward: the forward convention, "columns_first" (exp(logits), T times
     columns then rows), "rows_first" (TransformerEngine: rows then columns) or "tilekernels"
     (DeepSeek TileKernels: softmax_rows(logits) + eps, columns, then T - 1 times rows and
     columns); the backward differentiates the forward chosen. eps: added to every normalising
     denominator, X / (X.sum(axis) + eps), finite and >= 0; None is the convention's own (1e-6
-    for tilekernels, 0 for the others). stats: a SolveStats to receive the backward's per-matrix status and iterations.
+    for tilekernels, 0 for the others). stats: a SolveStats to receive the backward's
+    per-matrix status and iterations.
     on_failure: "unrolled" (the default: failed matrices are recomputed by the unrolled solver,
     those only, without waiting for the GPU; their status stays the solver's), "keep" (they
     keep what the solver wrote: NaN, or the last CG iterate), "raise" (SolveFailure naming how
-    many failed and why; waits for the GPU). Bad names, options or dtypes raise TypeError /
-    ValueError before anything runs."""
-    if not isinstance(logits, torch.Tensor):
-        raise TypeError(f"sinkhorn: logits must be a torch.Tensor, got {type(logits).__name__}")
-    if logits.dim() < 2 or logits.shape[-1] != logits.shape[-2]:
-        raise ValueError(f"sinkhorn: logits must have shape (..., n, n), got "
-                         f"{tuple(logits.shape)}")
-    if logits.dtype not in _COMPUTE:
-        raise TypeError(f"sinkhorn: logits of dtype {logits.dtype} are not supported (float32, "
-                        "float64, bfloat16 or float16)")
-    if logits.device.type not in ("cpu", "cuda"):
-        raise ValueError(f"sinkhorn: logits on {logits.device} are not supported (cpu or cuda)")
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise ValueError(f"sinkhorn: iterations must be an int >= 1, got {iterations!r}")
-    if not isinstance(backward, str):
-        raise TypeError(f"sinkhorn: backward must be a solver name, got {backward!r}")
-    if on_failure not in ON_FAILURE:
-        raise ValueError(f"sinkhorn: on_failure={on_failure!r} is not one of "
-                         f"{', '.join(ON_FAILURE)}")
+    many failed and why; waits for the GPU). Bad names, options, dtypes or integers raise
+    TypeError / ValueError before anything runs. The gradient cannot be differentiated again
+    (RuntimeError)."""
+    _arguments.check_logits(logits)
+    iterations = _arguments.check_iterations(iterations)
+    _arguments.check_choices(backward, on_failure)
     if stats is not None and not isinstance(stats, SolveStats):
-        raise TypeError("sinkhorn: stats must be a sinkgrad.torch.SolveStats or None")
-    convention = _forward_convention(forward, eps)
-    options = _options_text(options)
-    dtype_name = _COMPUTE_NAME[logits.dtype]
-    _check_solver(backward, options, logits.device.type, dtype_name)
+        raise TypeError(f"{_arguments.WHERE}: stats must be a sinkgrad.torch.SolveStats or None")
+    convention = _arguments.forward_convention(forward, eps)
+    options = _arguments.options_text(options)
+    dtype_name = _arguments.COMPUTE_NAME[logits.dtype]
+    _arguments.check_solver(backward, options, logits.device.type, dtype_name)
     if on_failure == "unrolled":
-        _check_solver("unrolled", "", logits.device.type, dtype_name)
+        _arguments.check_solver("unrolled", "", logits.device.type, dtype_name)
     if _ops.is_compiling():
         if not _ops.CUSTOM_OPS:
-            raise RuntimeError("sinkhorn: torch.compile needs torch >= 2.4 (torch.library "
-                               "custom ops with registered autograd)")
+            raise RuntimeError(f"{_arguments.WHERE}: torch.compile needs torch >= 2.4 "
+                               "(torch.library custom ops with registered autograd)")
         if stats is not None:
-            raise ValueError("sinkhorn: stats is not available under torch.compile (a custom "
-                             "op cannot fill a Python object); pass stats=None there")
+            raise ValueError(f"{_arguments.WHERE}: stats is not available under torch.compile "
+                             "(a custom op cannot fill a Python object); pass stats=None there")
         return _compiled(logits, iterations, backward, options, on_failure, convention)
     return _Sinkhorn.apply(logits, iterations, backward, options, on_failure, stats, convention)
+
+
+class Sinkhorn(torch.nn.Module):
+    """sinkhorn() as a module: the settings given once (checked here, the solver's name and
+    options on the first call, by the library), the logits per call.
+
+        mix = sgt.Sinkhorn(20, backward="auto")
+        R = mix(logits)                      # sgt.sinkhorn(logits, 20, backward="auto")
+        R = mix(logits, stats=stats)         # a SolveStats filled by the backward
+
+    It has no parameters or buffers. The settings are its attributes (iterations, backward,
+    options, forward_convention: the forward= argument, eps, on_failure) and its repr."""
+
+    def __init__(self, iterations, *, backward="unrolled", options=None,
+                 forward="columns_first", eps=None, on_failure="unrolled"):
+        super().__init__()
+        self.iterations = _arguments.check_iterations(iterations)
+        _arguments.check_choices(backward, on_failure)
+        _arguments.forward_convention(forward, eps)
+        _arguments.options_text(options)
+        self.backward = backward
+        # A copy: the caller's dict may change later.
+        self.options = dict(options) if options is not None else None
+        self.forward_convention = forward  # not self.forward: that is the module's call
+        self.eps = eps
+        self.on_failure = on_failure
+
+    def forward(self, logits, stats=None):
+        return sinkhorn(logits, self.iterations, backward=self.backward, options=self.options,
+                        forward=self.forward_convention, eps=self.eps, stats=stats,
+                        on_failure=self.on_failure)
+
+    def extra_repr(self):
+        text = (f"iterations={self.iterations}, backward={self.backward!r}, "
+                f"forward={self.forward_convention!r}, eps={self.eps!r}, "
+                f"on_failure={self.on_failure!r}")
+        return text if self.options is None else f"{text}, options={self.options!r}"

@@ -94,11 +94,19 @@ def inputs(B, n, seed, scale=4.0, dtype=torch.float64):
 
 
 def import_layer():
-    """sinkgrad.torch from the build tree (PYTHONPATH=build/python, as ctest sets it)."""
+    """sinkgrad.torch from the build tree (PYTHONPATH=build/python, as ctest sets it), or from
+    the installation under $SINKGRAD_TEST_PACKAGE_PREFIX when that is set (the pip install test),
+    which it asserts."""
     try:
         import sinkgrad.torch as sgt
     except ImportError as error:
         sys.exit(f"cannot import sinkgrad.torch ({error}); run with PYTHONPATH=build/python")
+    prefix = os.environ.get("SINKGRAD_TEST_PACKAGE_PREFIX")
+    if prefix:
+        from sinkgrad._capi import library
+        for path in (sgt.__file__, library().path):
+            if not os.path.realpath(path).startswith(os.path.realpath(prefix) + os.sep):
+                sys.exit(f"{path} is not inside {prefix}: the tests would not test the install")
     return sgt
 
 

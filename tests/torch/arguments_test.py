@@ -1,0 +1,140 @@
+"""sinkgrad.torch's errors in Python terms: every refusal names the Python function, the
+argument and its true value, never a C function of libsinkgrad_c; integers are checked in their
+C type before ctypes could wrap them; n = 0 and load_plugin's paths.
+
+    PYTHONPATH=build/python python3 tests/torch/arguments_test.py
+"""
+import os
+import pathlib
+import re
+import unittest
+
+import torch
+
+from reference import import_layer, inputs
+
+sgt = import_layer()
+from sinkgrad import _capi  # noqa: E402
+
+C_NAME = re.compile(r"\bsinkgrad_[a-z_]+\b")  # a C function of sinkgrad_c.h
+
+
+class Iterations(unittest.TestCase):
+    def setUp(self):
+        self.M, _ = inputs(2, 3, seed=90)
+
+    def test_out_of_range_names_the_true_value(self):
+        for T in (0, -1, -(2**31), 2**31, 2**32 + 1, 2**63, sgt.MAX_ITERATIONS + 1):
+            with self.assertRaisesRegex(ValueError, rf"^sinkgrad.torch.sinkhorn: iterations must "
+                                        rf"be from 1 to 1000000, got {T}$"):
+                sgt.sinkhorn(self.M, T)
+
+    def test_non_integers_are_type_errors(self):
+        for T, name in ((True, "bool"), (2.0, "float"), ("3", "str"), (None, "NoneType"),
+                        (torch.tensor(3), "Tensor")):
+            with self.assertRaisesRegex(TypeError, rf"iterations must be an int, got {name}"):
+                sgt.sinkhorn(self.M, T)
+
+    def test_the_bounds_and_integer_types_are_accepted(self):
+        import numpy as np
+        for T in (1, sgt.MAX_ITERATIONS, np.int64(4)):
+            R = sgt.sinkhorn(self.M[:1, :1, :1], T)
+            self.assertTrue(torch.equal(R, torch.ones(1, 1, 1, dtype=torch.float64)))
+
+
+class Shapes(unittest.TestCase):
+    def test_n_zero_is_the_documented_value_error(self):
+        for shape in ((0, 0), (2, 0, 0), (0, 0, 0), (3, 2, 0, 0)):
+            with self.assertRaisesRegex(ValueError, r"^sinkgrad.torch.sinkhorn: logits must have "
+                                        r"shape \(\.\.\., n, n\) with n >= 1"):
+                sgt.sinkhorn(torch.zeros(shape), 3)
+
+    def test_an_empty_batch_is_fine(self):
+        self.assertEqual(sgt.sinkhorn(torch.zeros(0, 3, 3), 3).shape, (0, 3, 3))
+
+
+class NoCNames(unittest.TestCase):
+    def test_unknown_backward_lists_the_known_ones(self):
+        M, _ = inputs(2, 3, seed=91)
+        with self.assertRaises(ValueError) as caught:
+            sgt.sinkhorn(M, 3, backward="cg")
+        known = _capi.library().solver_names()
+        self.assertEqual(str(caught.exception), "sinkgrad.torch.sinkhorn: unknown backward 'cg'; "
+                         f"known: {', '.join(known)}")
+        for name in ("unrolled", "auto", "cg_plain", "cg_corrected", "direct"):
+            self.assertIn(name, known)
+
+    def test_no_refusal_names_a_c_function(self):
+        M, _ = inputs(2, 3, seed=92)
+        calls = [dict(backward="cg"), dict(backward="cg_corrected", options={"tolerence": 1}),
+                 dict(backward="cg_corrected", options={"max_iterations": -3}),
+                 dict(backward="cg_plain", options={"system": "cholesky"}),
+                 dict(backward="unrolled\0x"), dict(forward="TE"), dict(eps=-1.0),
+                 dict(on_failure="retry"), dict(options={"a": "b\0"})]
+        for kwargs in calls:
+            with self.assertRaises((TypeError, ValueError)) as caught:
+                sgt.sinkhorn(M, 3, **kwargs)
+            message = str(caught.exception)
+            self.assertTrue(message.startswith("sinkgrad.torch.sinkhorn: "), message)
+            self.assertIsNone(C_NAME.search(message), message)
+        for path in ("/no/such/plugin.so", os.devnull):
+            with self.assertRaises(sgt.SinkgradError) as caught:
+                sgt.load_plugin(path)
+            self.assertTrue(str(caught.exception).startswith("sinkgrad.load_plugin: plugin "))
+            self.assertIsNone(C_NAME.search(str(caught.exception)))
+
+    def test_the_binding_keeps_the_c_name_apart(self):
+        error = _capi.SinkgradError("sinkgrad_check_solver: unknown solver 'cg'")
+        self.assertEqual((error.function, error.reason),
+                         ("sinkgrad_check_solver", "unknown solver 'cg'"))
+        error = _capi.SinkgradError("cannot load libsinkgrad_c from x: y")
+        self.assertEqual((error.function, error.reason), (None, str(error)))
+
+
+class BindingIntegers(unittest.TestCase):
+    """_capi checks batch, n and T in their C types: ctypes would wrap them without a word."""
+
+    def test_wrapping_values_are_refused(self):
+        lib = _capi.library()
+        M = torch.zeros(1, 1, 1, dtype=torch.float64)
+        for batch, n, T, pattern in (
+                (1, 1, 2**32 + 1, r"T \(an int of the C ABI\) must be from -2147483648 to "
+                 r"2147483647, got 4294967297"),
+                (1, 1, 2**31, r"T \(an int of the C ABI\) .*, got 2147483648"),
+                (1, 2**32 + 1, 3, r"n \(an int of the C ABI\) .*, got 4294967297"),
+                (2**64 + 1, 1, 3, r"batch \(an int64_t of the C ABI\) must be from "
+                 r"-9223372036854775808 to 9223372036854775807, got 18446744073709551617")):
+            with self.assertRaisesRegex(ValueError, pattern):
+                lib.forward(_capi.CPU, 8, batch, n, T, M.data_ptr(), M.data_ptr())
+        with self.assertRaisesRegex(TypeError, r"T \(an int of the C ABI\) must be an int, got "
+                                    r"float"):
+            lib.forward(_capi.CPU, 8, 1, 1, 3.0, M.data_ptr(), M.data_ptr())
+        with self.assertRaisesRegex(ValueError, r"device \(an int of the C ABI\) .*, got "
+                                    r"4294967296"):
+            lib.check_solver("unrolled", "", 2**32, 8)  # would be 0, the cpu, through ctypes
+        # Values that fit are the library's to judge, with its messages.
+        with self.assertRaisesRegex(sgt.SinkgradError, r"sinkgrad_forward: T must be >= 1, got 0"):
+            lib.forward(_capi.CPU, 8, 1, 1, 0, M.data_ptr(), M.data_ptr())
+
+
+class LoadPluginPaths(unittest.TestCase):
+    def test_none_and_other_types_are_type_errors(self):
+        for path in (None, 3, ["a.so"]):
+            with self.assertRaisesRegex(TypeError, r"^sinkgrad.load_plugin: a plugin path must "
+                                        r"be a str or os.PathLike, got"):
+                sgt.load_plugin(path)
+        self.assertFalse(os.path.exists("None"))
+
+    def test_an_embedded_nul_is_a_value_error(self):
+        for path in ("plugin.so\0/etc/passwd", b"a\0b", pathlib.Path("a\0b")):
+            with self.assertRaisesRegex(ValueError, r"^sinkgrad.load_plugin: a plugin path "
+                                        r"cannot contain NUL"):
+                sgt.load_plugin(path)
+
+    def test_path_like_reaches_the_loader(self):
+        with self.assertRaisesRegex(sgt.SinkgradError, r"'/no/such/dir/x.so': no such file"):
+            sgt.load_plugin(pathlib.Path("/no/such/dir/x.so"))
+
+
+if __name__ == "__main__":
+    unittest.main()
