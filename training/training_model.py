@@ -1,7 +1,5 @@
 """The model of training/training_study.py: a byte-level language model whose residual
 streams are mixed by mHC hyper-connections through sgt.sinkhorn (training_mixing.Mixing)."""
-import math
-
 import sinkgrad.torch as sgt
 import torch
 from torch import nn
@@ -57,23 +55,26 @@ class HyperConnection(nn.Module):
     about N(0, 1)), pre = sigmoid(a_pre h_pre + b_pre), post = 2 sigmoid(a_post h_post + b_post),
     R = Sinkhorn_T(a_res h_res + b_res); the streams become R x + post F(pre . x).
 
-    Initialisation (the `init` dict, settings alpha_res, identity, post_spread): a_pre = a_post
-    = 0.01 as mHC's gates; a_res = alpha_res, so that the dynamic logits are O(alpha_res) and
-    the Sinkhorn carries a real share of the gradient (at 0.01 it carried under 1 %);
-    b_res = identity * I, so R starts near the identity (exp(2) against 1 at identity = 2);
-    b_pre = log(1/(n-1)), so pre = 1/n and F reads the streams' mean; b_post ~ N(0,
-    post_spread^2) per stream, so streams that start as copies differ after the first sublayer
-    (with equal post weights and a forward whose last step leaves the rows exact, copies stay
-    copies and dL/dlogits is zero for ever)."""
+    Initialisation (the `init` dict, settings alpha_res, identity, pre_select, post_spread):
+    a_pre = a_post = 0.01 as mHC's gates; a_res = alpha_res, so that the dynamic logits are
+    O(alpha_res) and the Sinkhorn carries a real share of the gradient (at 0.01 it carried
+    under 1 %); b_res = identity * I, so R starts near the identity (exp(2) against 1 at
+    identity = 2); b_pre = pre_select * (2 e_k - 1) for sublayer k, so that it reads mainly
+    stream k mod n, as hyper-connections initialise their input weights (with pre = 1/n every
+    sublayer would read the streams' mean, which a doubly stochastic R does not change: R would
+    barely matter); b_post ~ N(0, post_spread^2) per stream, so that streams that start as
+    copies differ after the first sublayer (with equal post weights and a forward whose last
+    step leaves the rows exact, copies stay copies and dL/dlogits is zero for ever)."""
 
-    def __init__(self, n, d, sublayer, mixing, init):
+    def __init__(self, n, d, sublayer, mixing, init, index):
         super().__init__()
         self.n, self.sublayer, self.mixing = n, sublayer, mixing
         self.norm = RMSNorm(n * d)
         self.project = nn.Linear(n * d, 2 * n + n * n, bias=False)
         nn.init.normal_(self.project.weight, std=(n * d) ** -0.5)
         self.scale = nn.Parameter(torch.tensor([0.01, 0.01, float(init["alpha_res"])]))
-        self.b_pre = nn.Parameter(torch.full((n,), -math.log(max(n - 1, 1))))
+        select = 2.0 * torch.eye(n)[index % n] - 1.0
+        self.b_pre = nn.Parameter(float(init["pre_select"]) * select)
         self.b_post = nn.Parameter(float(init["post_spread"]) * torch.randn(n))
         self.b_res = nn.Parameter(float(init["identity"]) * torch.eye(n))
         self.stats = sgt.SolveStats()
@@ -91,8 +92,8 @@ class HyperConnection(nn.Module):
 
 class StreamLM(nn.Module):
     """Byte-level language model: the embedding copied into n streams (mHC's expansion),
-    `blocks` x (attention, MLP) each wrapped by a HyperConnection, then the streams' mean to
-    the logits."""
+    `blocks` x (attention, MLP) each wrapped by a HyperConnection, then a weighted sum of the
+    streams to the logits."""
 
     def __init__(self, vocabulary, context, n, d, blocks, heads, mixing, init):
         super().__init__()
@@ -100,18 +101,23 @@ class StreamLM(nn.Module):
         self.embed = nn.Embedding(vocabulary, d)
         self.position = nn.Parameter(0.02 * torch.randn(context, d))
         layers = []
-        for _ in range(blocks):
-            layers += [HyperConnection(n, d, Attention(d, heads), mixing, init),
-                       HyperConnection(n, d, MLP(d), mixing, init)]
+        for block in range(blocks):
+            layers += [HyperConnection(n, d, Attention(d, heads), mixing, init, 2 * block),
+                       HyperConnection(n, d, MLP(d), mixing, init, 2 * block + 1)]
         self.layers = nn.ModuleList(layers)
         self.norm, self.head = RMSNorm(d), nn.Linear(d, vocabulary)
+        # The head reads the streams as a sublayer does (mainly stream 2 * blocks mod n): with
+        # their mean, a doubly stochastic R would not change what it reads.
+        select = 2.0 * torch.eye(n)[(2 * blocks) % n] - 1.0
+        self.read = nn.Parameter(float(init["pre_select"]) * select)
 
     def forward(self, tokens):
         x = self.embed(tokens) + self.position[:tokens.shape[1]]
         x = x.unsqueeze(2).expand(-1, -1, self.n, -1)
         for layer in self.layers:
             x = layer(x)
-        return self.head(self.norm(x.mean(2)))
+        weights = torch.sigmoid(self.read).to(x.dtype)
+        return self.head(self.norm((weights.unsqueeze(-1) * x).sum(2)))
 
     def status_counts(self, solved=True):
         """(6,) int64 on the device: matrices per status in the last backward, summed over the

@@ -82,20 +82,20 @@ SEEDS = [0, 1, 2, 3, 4]
 PRESETS = {
     "cpu": dict(backwards=BACKWARDS, T=TS, forwards=FORWARDS, seeds=SEEDS[:3], steps=200,
                 eval_every=50, measure_every=25, batch=16, context=64, n=4, d=32, blocks=1,
-                heads=2, lr=3e-3, eval_windows=128, alpha_res=1.0, identity=2.0,
+                heads=2, lr=3e-3, eval_windows=128, alpha_res=3.0, identity=3.0, pre_select=2.0,
                 post_spread=1.0),
     "cuda": dict(backwards=BACKWARDS, T=TS, forwards=FORWARDS, seeds=SEEDS, steps=2000,
                  eval_every=100, measure_every=100, batch=64, context=128, n=4, d=128,
-                 blocks=4, heads=4, lr=2e-3, eval_windows=512, alpha_res=1.0, identity=2.0,
+                 blocks=4, heads=4, lr=2e-3, eval_windows=512, alpha_res=3.0, identity=3.0, pre_select=2.0,
                  post_spread=1.0),
     "smoke": dict(backwards=BACKWARDS, T=[1, 3], forwards=["tilekernels"], seeds=[0], steps=4,
                   eval_every=2, measure_every=2, batch=4, context=16, n=4, d=16, blocks=1,
-                  heads=2, lr=1e-2, eval_windows=8, alpha_res=1.0, identity=2.0,
+                  heads=2, lr=1e-2, eval_windows=8, alpha_res=3.0, identity=3.0, pre_select=2.0,
                   post_spread=1.0),
 }
 INT_KEYS = ("steps", "eval_every", "measure_every", "batch", "context", "n", "d", "blocks",
             "heads", "eval_windows")
-FLOAT_KEYS = ("lr", "alpha_res", "identity", "post_spread")
+FLOAT_KEYS = ("lr", "alpha_res", "identity", "pre_select", "post_spread")
 HELP = {
     "steps": "training steps per run", "eval_every": "evaluation loss every this many steps",
     "measure_every": "gradient agreement, share and memory every this many steps (and step 1)",
@@ -105,6 +105,7 @@ HELP = {
     "lr": "AdamW learning rate (constant, no weight decay)",
     "alpha_res": "initial scale a_res of the dynamic mixing logits (h ~ N(0, 1))",
     "identity": "b_res = identity * I: R starts near the identity",
+    "pre_select": "b_pre = pre_select * (2 e_k - 1): sublayer k reads mainly stream k mod n",
     "post_spread": "std of the per-stream post biases (the streams start as copies)",
 }
 
