@@ -12,8 +12,8 @@ machine the corpus was made on, near-identical templates that would make the tex
 Order: by the SHA-256 of the page's path relative to --man (deterministic, independent of the
 file system, and a mix of sections and packages rather than the alphabet's first commands).
 Pages are taken in that order until the text reaches --megabytes; every --held-out-th page
-(the 20th, 40th, ...) goes to eval.txt, the others to train.txt, so no held-out text is ever
-trained on. A page's text is at most --page-kilobytes long (cut at a line end): a few huge pages
+(the 20th, 40th, ...; the last one if there are fewer) goes to eval.txt, the others to
+train.txt, so no held-out text is ever trained on. A page's text is at most --page-kilobytes long (cut at a line end): a few huge pages
 (cmake-modules(7), bash(1)) would otherwise dominate.
 
 Rendering: `groff -k -t -man -Tascii -P-cbuo -rHY=0` (preconv for the source's encoding, tbl
@@ -163,7 +163,9 @@ def main(argv=None):
     parts = {"train": [], "eval": []}
     manifest = []
     for k, (page, text) in enumerate(taken, 1):
-        split = "eval" if k % args.held_out == 0 else "train"
+        # The last page is held out when no k-th one was (a sample of fewer than k pages).
+        last = k == len(taken) > 1 and not parts["eval"]
+        split = "eval" if k % args.held_out == 0 or last else "train"
         parts[split].append(text)
         manifest.append(f"{split}\t{len(text)}\t{page}")
     manifest += [f"skipped\t0\t{page}" for page in skipped]
