@@ -6,22 +6,23 @@ rendered to plain ASCII text, split into a training and a held-out part by whole
     python3 training/make_corpus.py --out DIR --megabytes 0.2     # a small sample (CI)
 
 Pages: every file under /usr/share/man/man<section>/ (the English pages; the language
-subdirectories such as de/ or fr/ are not read), symbolic links, .so redirections and the paths matching --exclude left out: by default the
-16 631 generated gcloud(1) pages of Google's google-cloud-cli package, 84 % of the pages on the
-machine the corpus was made on, near-identical templates that would make the text easy.
-Order: by the SHA-256 of the page's path relative to --man (deterministic, independent of the
-file system, and a mix of sections and packages rather than the alphabet's first commands).
-Pages are taken in that order until the text reaches --megabytes; every --held-out-th page
-(the 20th, 40th, ...; the last one if there are fewer) goes to eval.txt, the others to
-train.txt, so no held-out text is ever trained on. A page's text is at most --page-kilobytes long (cut at a line end): a few huge pages
-(cmake-modules(7), bash(1)) would otherwise dominate.
+subdirectories such as de/ or fr/ are not read), symbolic links, .so redirections and the paths
+matching --exclude left out: by default the 16 631 generated gcloud(1) pages of Google's google-
+cloud-cli package, 84 % of the pages on the machine the corpus was made on, near-identical
+templates that would make the text easy. Order: by the SHA-256 of the page's path relative to
+--man (deterministic, independent of the file system, and a mix of sections and packages rather
+than the alphabet's first commands). Pages are taken in that order until the text reaches
+--megabytes; every --held-out-th page (the 20th, 40th, ...; the last one if there are fewer)
+goes to eval.txt, the others to train.txt, so no held-out text is ever trained on. A page's text
+is at most --page-kilobytes long (cut at a line end): a few huge pages (cmake-modules(7),
+bash(1)) would otherwise dominate.
 
-Rendering: `groff -k -t -man -Tascii -P-cbuo -rHY=0` (preconv for the source's encoding, tbl
-for tables, ASCII output without bold/underline overstrikes or colour escapes, no hyphenation); then the running
-header and footer lines are dropped, the justification's runs of spaces inside a line become
-one space, trailing spaces go and runs of blank lines become one. The text is ASCII, so the
-study's byte-level vocabulary (256 tokens) is one token per character. Pages that groff fails
-on, or that render to nothing, are left out (listed as skipped in MANIFEST.tsv).
+Rendering: `groff -k -t -man -Tascii -P-cbuo -rHY=0` (preconv for the source's encoding, tbl for
+tables, ASCII output without bold/underline overstrikes or colour escapes, no hyphenation); then
+the running header and footer lines are dropped, the justification's runs of spaces inside a
+line become one space, trailing spaces go and runs of blank lines become one. The text is ASCII,
+so the study's byte-level vocabulary (256 tokens) is one token per character. Pages that groff
+fails on, or that render to nothing, are left out (listed as skipped in MANIFEST.tsv).
 
 Without manual pages (no --man directory or no page in it) the script cuts
 /usr/share/common-licenses/GPL-3 into 2 KB "pages" instead and says so; a study on that text

@@ -14,7 +14,8 @@ their paths, one per line:
                                     backward (mean over seeds, markers) and the training loss
                                     (mean over seeds, smoothed, thin line)
   <log>_final_eval_loss.png         one column per forward convention: the late evaluation
-                                    loss (mean over the last 10 % of the steps) against T per backward, mean over seeds with the
+                                    loss (mean over the last 10 % of the steps) against T per
+                                    backward, mean over seeds with the
                                     seeds' range as an error bar, the grey band the range of
                                     the unrolled runs' seeds; below, the same minus the
                                     unrolled run of the same seed (same weights and batches),
@@ -117,8 +118,8 @@ def plot_final_loss(runs, style, out, dpi, stamp):
     Ts = sorted({r["T"] for r in runs})
     fig, axes = plt.subplots(2, len(forwards), figsize=(4.6 * len(forwards) + 0.6, 7.4),
                              squeeze=False, sharey="row")
-    fig.suptitle("Late evaluation loss (last 10 % of steps) against T: mean over seeds, bars: the seeds' range; "
-                 "grey: the unrolled seeds' range", fontsize=12)
+    fig.suptitle("Late evaluation loss (last 10 % of steps) against T: mean over seeds, bars: "
+                 "the seeds' range; grey: the unrolled seeds' range", fontsize=12)
     backwards = ordered(r["backward"] for r in runs)
     for col, forward in enumerate(forwards):
         top, bottom = axes[0][col], axes[1][col]

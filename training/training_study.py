@@ -79,19 +79,17 @@ SEEDS = [0, 1, 2, 3, 4]
 # The sweep and model of each preset; any option given on the command line replaces its value.
 # cuda: 2000 steps of 64 x 128 bytes (8.2 M bytes, about half an epoch of the 15 MB corpus: no
 # text is seen twice, so the evaluation loss cannot fall by memorising).
+MODEL = dict(n=4, heads=2, alpha_res=3.0, identity=3.0, pre_select=2.0, post_spread=1.0)
 PRESETS = {
-    "cpu": dict(backwards=BACKWARDS, T=TS, forwards=FORWARDS, seeds=SEEDS[:3], steps=200,
-                eval_every=50, measure_every=25, batch=16, context=64, n=4, d=32, blocks=1,
-                heads=2, lr=3e-3, eval_windows=128, alpha_res=3.0, identity=3.0, pre_select=2.0,
-                post_spread=1.0),
-    "cuda": dict(backwards=BACKWARDS, T=TS, forwards=FORWARDS, seeds=SEEDS, steps=2000,
-                 eval_every=100, measure_every=100, batch=64, context=128, n=4, d=128,
-                 blocks=4, heads=4, lr=2e-3, eval_windows=512, alpha_res=3.0, identity=3.0, pre_select=2.0,
-                 post_spread=1.0),
-    "smoke": dict(backwards=BACKWARDS, T=[1, 3], forwards=["tilekernels"], seeds=[0], steps=4,
-                  eval_every=2, measure_every=2, batch=4, context=16, n=4, d=16, blocks=1,
-                  heads=2, lr=1e-2, eval_windows=8, alpha_res=3.0, identity=3.0, pre_select=2.0,
-                  post_spread=1.0),
+    "cpu": dict(MODEL, backwards=BACKWARDS, T=TS, forwards=FORWARDS, seeds=SEEDS[:3],
+                steps=200, eval_every=50, measure_every=25, batch=16, context=64, d=32,
+                blocks=1, lr=3e-3, eval_windows=128),
+    "cuda": dict(MODEL, backwards=BACKWARDS, T=TS, forwards=FORWARDS, seeds=SEEDS, steps=2000,
+                 eval_every=100, measure_every=100, batch=64, context=128, d=128, blocks=4,
+                 heads=4, lr=2e-3, eval_windows=512),
+    "smoke": dict(MODEL, backwards=BACKWARDS, T=[1, 3], forwards=["tilekernels"], seeds=[0],
+                  steps=4, eval_every=2, measure_every=2, batch=4, context=16, d=16, blocks=1,
+                  lr=1e-2, eval_windows=8),
 }
 INT_KEYS = ("steps", "eval_every", "measure_every", "batch", "context", "n", "d", "blocks",
             "heads", "eval_windows")
