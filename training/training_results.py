@@ -1,7 +1,10 @@
 """Training-study logs read back (the HDF5 files training/training_study.py writes; several
 logs, e.g. one per GPU shard, read as one): their complete runs, their selection and order,
 and the numbers as a Markdown table (plot_training.py --table). Needs numpy and h5py; no
-torch."""
+torch and no matplotlib, so that the table can be printed where there is none:
+
+    python3 training/training_results.py LOG.h5 [LOG.h5 ...]     # the same as --table
+"""
 
 import os
 import sys
@@ -137,3 +140,9 @@ def table(runs):
                       f"{1e3 * np.mean([r['step_seconds_median'] for r in chosen]):.1f} | "
                       f"{1e3 * np.mean([r['backward_seconds_median'] for r in chosen]):.1f} | "
                       f"{np.mean([r['backward_peak_bytes'] for r in chosen]) / 2**20:.2f} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.exit(__doc__)
+    table(read(sys.argv[1:])[1])

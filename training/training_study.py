@@ -45,7 +45,6 @@ finishes and writes the run in progress, then exits with 130; a second one stops
 """
 import argparse
 import os
-import signal
 import sys
 import time
 
@@ -69,6 +68,8 @@ from training_data import Corpus  # noqa: E402
 from training_log import LIST_KEYS, open_log, write_run  # noqa: E402
 from training_mixing import BACKWARDS  # noqa: E402
 from training_run import run_key, train_run  # noqa: E402
+from training_sweep import (Interrupt, done_elsewhere, parse_list, positive_int,  # noqa: E402
+                            shard)
 
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
                       "corpus")
@@ -113,39 +114,6 @@ def preset_text(name):
                      for k, v in PRESETS[name].items())
 
 
-# -------------------------------------------------------------------------------- the sweep
-
-def parse_list(kind, allowed=None):
-    def parse(value):
-        items = [kind(v.strip()) for v in value.split(",") if v.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError("empty list")
-        if allowed is not None:
-            for item in items:
-                if item not in allowed:
-                    raise argparse.ArgumentTypeError(f"{item!r} is not one of "
-                                                     f"{', '.join(map(str, allowed))}")
-        return items
-    return parse
-
-
-def positive_int(value):
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return number
-
-
-def shard(value):
-    try:
-        index, count = (int(v) for v in value.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected i/k, got {value!r}") from None
-    if count < 1 or not 0 <= index < count:
-        raise argparse.ArgumentTypeError(f"expected 0 <= i < k, got {value!r}")
-    return index, count
-
-
 def arguments(argv):
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0].replace("\n", " "),
@@ -182,6 +150,10 @@ def arguments(argv):
                         help="run only the runs whose index in the sweep is I modulo K (0 <= I "
                              "< K), e.g. one process per GPU, each with its own --output "
                              "(default 0/1: all)")
+    parser.add_argument("--done-logs", metavar="GLOB",
+                        help="skip the runs already complete in these logs (a glob, e.g. "
+                             "'out/shard*.h5'; of the same study) before --shard splits the "
+                             "rest: parts of a sweep may then run on any number of GPUs")
     parser.add_argument("--budget-minutes", type=float,
                         help="stop after the run in progress once this many minutes have "
                              "passed (exit 3 if runs remain; --resume continues)")
@@ -212,23 +184,6 @@ def arguments(argv):
     return args, settings
 
 
-class Interrupt:
-    """The first SIGINT/SIGTERM asks the sweep to stop after the run in progress; a second one
-    stops at once."""
-
-    def __init__(self):
-        self.requested = False
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, self.handle)
-
-    def handle(self, signum, frame):
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print("training_study.py: interrupted; finishing the run in progress (again to stop "
-              "at once)", file=sys.stderr, flush=True)
-
-
 def main(argv=None):
     args, settings = arguments(argv)
     torch.set_num_threads(args.threads)
@@ -243,12 +198,15 @@ def main(argv=None):
     done = open_log(args.output, settings, corpus, device, args.resume)
     sweep = [(b, T, f, s) for f in settings["forwards"] for T in settings["T"]
              for b in settings["backwards"] for s in settings["seeds"]]
+    elsewhere = done_elsewhere(args.done_logs, args.output, settings)
     index, count = args.shard
-    # Taken from the whole sweep, not from what is left, so a shard's runs never change.
-    mine = sweep[index::count]
+    # Without --done-logs a shard's runs never change (taken from the whole sweep); with it,
+    # processes started together see the same logs and so split the rest alike.
+    mine = [run for run in sweep if run_key(*run) not in elsewhere][index::count]
     todo = [run for run in mine if run_key(*run) not in done]
     if not args.quiet:
-        print(f"training_study.py: {len(sweep)} runs, shard {index}/{count}: {len(mine)}, "
+        print(f"training_study.py: {len(sweep)} runs, {len(elsewhere)} in other logs, shard "
+              f"{index}/{count}: {len(mine)}, "
               f"{len(mine) - len(todo)} already in '{args.output}', {len(todo)} to run",
               file=sys.stderr, flush=True)
     interrupt = Interrupt()

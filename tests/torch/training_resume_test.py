@@ -4,7 +4,8 @@ finishes that run and exits 130), then resumed to the end, then extended by anot
 Every run must be in the log once, and a run written before an interruption must not have been
 recomputed (its process attribute and wall time are those of the process that first wrote
 it), and every run's numbers are bit for bit those of a clean sweep run in one go. Two shards
-(--shard 0/2, 1/2) into two logs together hold the clean sweep's runs, with the same numbers;
+(--shard 0/2, 1/2) into two logs together hold the clean sweep's runs, with the same numbers,
+and --done-logs with one shard's log runs exactly the other's;
 --budget-minutes 0 stops after one run with exit 3. A log without --resume and a resume with
 other settings are refused. The corpus is a sample of training/make_corpus.py.
 
@@ -134,6 +135,13 @@ def main(study, work):
     require(not parts[0].keys() & parts[1].keys() and all(parts),
             "the shards overlap or one is empty")
     require(same_numbers(numbers(*shards), numbers(clean)), "the shards differ from the clean")
+    rest = os.path.join(work, "rest.h5")  # what shard 0 left, found through --done-logs
+    subprocess.run([sys.executable, study, *sweep(), "--done-logs",
+                    os.path.join(work, "shard*.h5"), "--output", rest], check=True)
+    require(not os.path.exists(rest) or not runs(rest), "--done-logs: runs done elsewhere ran")
+    subprocess.run([sys.executable, study, *sweep(), "--done-logs", shards[0], "--output", rest,
+                    "--resume"], check=True)
+    require(numbers(rest).keys() == parts[1].keys(), "--done-logs: not the other shard's runs")
     budget = subprocess.run([sys.executable, study, *sweep(), "--budget-minutes", "0",
                              "--output", os.path.join(work, "budget.h5")],
                             capture_output=True, text=True)
