@@ -11,6 +11,8 @@
 # --autocast bf16 with another OUT_DIR: the bf16 arm is another study, in its own logs).
 # At the end the table of every log in OUT_DIR is printed. Exit: 0 all runs done, 3 runs left,
 # 1 a process failed. GPUS=k overrides the count of GPUs (nvidia-smi -L).
+# With $OUT set (the device tool's folder of files that come back), this call's logs and the
+# table are copied there: put them into OUT_DIR here and carry OUT_DIR to the next call.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 out=${1:-out/training}
@@ -41,6 +43,10 @@ for ((i = 0; i < gpus; i++)); do
   fi
 done
 logs=("$out"/part*.h5)
-"$python" training/training_results.py "${logs[@]}" ||
+"$python" training/training_results.py "${logs[@]}" > "$out/table.md" ||
   echo "gpu_sweep.sh: no complete run to tabulate yet" >&2
+cat "$out/table.md"
+if [[ -n ${OUT:-} ]]; then
+  cp "$out/${part}"_*.h5 "$out/table.md" "$OUT/"
+fi
 exit $status
