@@ -10,7 +10,8 @@
 # finishes the run in progress after that. STUDY OPTIONS go to training_study.py (e.g.
 # --autocast bf16 with another OUT_DIR: the bf16 arm is another study, in its own logs).
 # At the end the table of every log in OUT_DIR is printed. Exit: 0 all runs done, 3 runs left,
-# 1 a process failed. GPUS=k overrides the count of GPUs (nvidia-smi -L).
+# 1 a process failed. GPUS=k overrides the count of GPUs (nvidia-smi -L); DEVICE=cpu (with
+# GPUS=k) tries the script on the cpu.
 # With $OUT set (the device tool's folder of files that come back), this call's logs and the
 # table are copied there: put them into OUT_DIR here and carry OUT_DIR to the next call.
 set -uo pipefail
@@ -25,7 +26,7 @@ mkdir -p "$out"
 part=part$(date -u +%Y%m%dT%H%M%S)
 pids=()
 for ((i = 0; i < gpus; i++)); do
-  CUDA_VISIBLE_DEVICES=$i "$python" training/training_study.py --device cuda \
+  CUDA_VISIBLE_DEVICES=$i "$python" training/training_study.py --device "${DEVICE:-cuda}" \
     --shard "$i/$gpus" --done-logs "$out/part*.h5" --output "$out/${part}_$i.h5" \
     --budget-minutes "$minutes" "$@" > "$out/${part}_$i.log" 2>&1 &
   pids+=($!)
