@@ -5,9 +5,8 @@ iteration count T, forward convention and seed, logged to HDF5.
 
     python3 training/make_corpus.py                 # once: data/corpus/ from the man pages
     PYTHONPATH=build/python python3 training/training_study.py --output training.h5 --resume
-    PYTHONPATH=build/python python3 training/training_study.py --device cuda --output g.h5 \
-        --shard 0/4 --budget-minutes 20 --resume       # one of 4 processes, one GPU each
-    python3 training/plot_training.py g0.h5 g1.h5 ... [--table]      # one or several logs
+    PYTHONPATH=BUILD/python bash training/gpu_sweep.sh out/training 8   # every GPU, 8-min parts
+    python3 training/plot_training.py out/training/part*.h5 [--table]   # one or several logs
 
 The model (docs/experiments.md, "Training study"): a residual stack whose hidden state holds n
 streams of width d, the embedding copied into all of them (mHC's expansion). Every sublayer
@@ -116,7 +115,7 @@ def preset_text(name):
 
 def arguments(argv):
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0].replace("\n", " "),
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Presets (the model, the steps and the sweep; every value not given on the "
                "command line):\n  --device cpu: " + preset_text("cpu") + "\n  --device cuda: " +
@@ -147,9 +146,9 @@ def arguments(argv):
                              "steps and replay it (falls back to eager if the capture fails); "
                              "eager: no graph (default graph on cuda; the cpu is always eager)")
     parser.add_argument("--shard", type=shard, default=(0, 1), metavar="I/K",
-                        help="run only the runs whose index in the sweep is I modulo K (0 <= I "
-                             "< K), e.g. one process per GPU, each with its own --output "
-                             "(default 0/1: all)")
+                        help="run only the runs whose index in the sweep (after leaving out "
+                             "those of --done-logs) is I modulo K (0 <= I < K), e.g. one process "
+                             "per GPU, each with its own --output (default 0/1: all)")
     parser.add_argument("--done-logs", metavar="GLOB",
                         help="skip the runs already complete in these logs (a glob, e.g. "
                              "'out/shard*.h5'; of the same study) before --shard splits the "
