@@ -28,6 +28,9 @@ their paths, one per line:
                                     last (end)
   <log>_gradient_along_training_<forward>.png   one panel per T: the relative error per
                                     measured step (mean over seeds) along training
+  <log>_mechanism_<forward>.png     per T (rows): the share of the exact gradient through the
+                                    Sinkhorn, the invariant part of the run's logits gradient
+                                    and the logits' drift along training (plot_training_mechanism)
   <log>_time_memory.png             per forward convention (rows): median time of a training
                                     step and of its backward, and the backward's peak memory,
                                     against T per backward (mean over seeds)
@@ -51,6 +54,7 @@ import numpy as np  # noqa: E402
 
 import plot_style as ps  # noqa: E402
 from plot_style import plt  # noqa: E402
+from plot_training_mechanism import plot_mechanism  # noqa: E402
 from training_results import (forward_rows, forward_title, ordered, read, seed_stack,  # noqa: E402
                               select, table, unrolled_by_seed)
 
@@ -274,6 +278,7 @@ def main():
         chosen = select(runs, forward=forward)
         written.append(plot_loss_curves(chosen, forward, style, out, args.dpi, stamp))
         written.append(plot_along_training(chosen, forward, style, out, args.dpi, stamp))
+        written.append(plot_mechanism(chosen, forward, style, out, args.dpi, stamp))
     written.append(plot_final_loss(runs, style, out, args.dpi, stamp))
     written.append(plot_agreement(runs, style, out, args.dpi, stamp))
     written.append(plot_time_memory(runs, style, out, args.dpi, stamp))
