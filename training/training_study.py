@@ -86,7 +86,7 @@ PRESETS = {
                 blocks=1, lr=3e-3, eval_windows=128),
     "cuda": dict(MODEL, backwards=BACKWARDS, T=TS, forwards=FORWARDS, seeds=SEEDS, steps=2000,
                  eval_every=100, measure_every=100, batch=64, context=128, d=128, blocks=4,
-                 heads=4, lr=2e-3, eval_windows=512),
+                 heads=4, lr=2e-3, eval_windows=1024),
     "smoke": dict(MODEL, backwards=BACKWARDS, T=[1, 3], forwards=["tilekernels"], seeds=[0],
                   steps=4, eval_every=2, measure_every=2, batch=4, context=16, d=16, blocks=1,
                   lr=1e-2, eval_windows=8),
