@@ -79,7 +79,7 @@ SEEDS = [0, 1, 2, 3, 4]
 # The sweep and model of each preset; any option given on the command line replaces its value.
 # cuda: 2000 steps of 64 x 128 bytes (8.2 M bytes, about half an epoch of the 15 MB corpus: no
 # text is seen twice, so the evaluation loss cannot fall by memorising).
-MODEL = dict(n=4, heads=2, alpha_res=3.0, identity=3.0, pre_select=2.0, post_spread=1.0)
+MODEL = dict(n=4, heads=2, alpha_res=3.0, identity=1.0, pre_select=2.0, post_spread=1.0)
 PRESETS = {
     "cpu": dict(MODEL, backwards=BACKWARDS, T=TS, forwards=FORWARDS, seeds=SEEDS[:3],
                 steps=200, eval_every=50, measure_every=25, batch=16, context=64, d=32,
@@ -102,7 +102,7 @@ HELP = {
     "heads": "attention heads (must divide d)", "eval_windows": "held-out windows evaluated",
     "lr": "AdamW learning rate (constant, no weight decay)",
     "alpha_res": "initial scale a_res of the dynamic mixing logits (h ~ N(0, 1))",
-    "identity": "b_res = identity * I: R starts near the identity",
+    "identity": "b_res = identity * I: R's static part leans to the identity",
     "pre_select": "b_pre = pre_select * (2 e_k - 1): sublayer k reads mainly stream k mod n",
     "post_spread": "std of the per-stream post biases (the streams start as copies)",
 }

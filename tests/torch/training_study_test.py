@@ -89,13 +89,16 @@ def check_log(path):
                 require(np.array_equal(run["grad_rel_error"][:], run["sinkhorn_share"][:]),
                         f"{name}: stop_gradient's error against unrolled is not the share")
                 require(np.all(run["logits_grad_norm"][:] == 0), f"{name}: a logits gradient")
-            else:
-                # The implicit gradients are close to the unrolled one but not equal to it.
-                require(np.all(run["grad_cosine"][:] > 0.5), f"{name}: cosine {run['grad_cosine'][:]}")
+            elif not a["backward"].startswith("cg_plain"):
+                # The corrected gradients are close to the unrolled one but not equal to it;
+                # the plain ones may be far off at T = 1 (a spike of the plain system).
+                require(np.all(run["grad_cosine"][:] > 0.5),
+                        f"{name}: cosine {run['grad_cosine'][:]}")
         expected = {(b, T) for b in BACKWARDS for T in TS}
         require(set(keys) == expected and len(runs) == len(expected),
                 f"runs {sorted(keys)} are not one per backward and T")
-        # The projected plain gradient has no invariant part; the plain one has, at T = 1.
+        # cg_plain_projected: the observer sees the layer's own gradient, before the projection,
+        # and the plain gradient has an invariant part.
         for T in TS:
             projected = keys[("cg_plain_projected", T)]
             require(np.all(projected["logits_grad_invariant_norm"][1:] > 0),
