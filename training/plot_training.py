@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Pictures of a training-study log (the HDF5 file training/training_study.py writes).
 
-    python3 training/plot_training.py LOG.h5 [--out-dir DIR] [--dpi N] [--stamp TEXT]
-    python3 training/plot_training.py LOG.h5 --table     # the numbers, as Markdown
+    python3 training/plot_training.py LOG.h5 [LOG.h5 ...] [--out-dir DIR] [--dpi N] [--stamp T]
+    python3 training/plot_training.py LOG.h5 [LOG.h5 ...] --table     # the numbers, Markdown
+
+Several logs of one study (e.g. one per --shard) are read as one; the figures are named after
+the first.
 
 Writes PNG files into DIR (default: the log's directory), named after the log, and prints
 their paths, one per line:
@@ -10,8 +13,9 @@ their paths, one per line:
   <log>_loss_curves_<forward>.png   one panel per T: the evaluation loss along training per
                                     backward (mean over seeds, markers) and the training loss
                                     (mean over seeds, smoothed, thin line)
-  <log>_final_eval_loss.png         one column per forward convention: the final evaluation
-                                    loss against T per backward, mean over seeds with the
+  <log>_final_eval_loss.png         one column per forward convention: the late evaluation
+                                    loss (mean over the last 10 % of the steps) against T per
+                                    backward, mean over seeds with the
                                     seeds' range as an error bar, the grey band the range of
                                     the unrolled runs' seeds; below, the same minus the
                                     unrolled run of the same seed (same weights and batches),
@@ -24,6 +28,9 @@ their paths, one per line:
                                     last (end)
   <log>_gradient_along_training_<forward>.png   one panel per T: the relative error per
                                     measured step (mean over seeds) along training
+  <log>_mechanism_<forward>.png     per T (rows): the share of the exact gradient through the
+                                    Sinkhorn, the invariant part of the run's logits gradient
+                                    and the logits' drift along training (plot_training_mechanism)
   <log>_time_memory.png             per forward convention (rows): median time of a training
                                     step and of its backward, and the backward's peak memory,
                                     against T per backward (mean over seeds)
@@ -47,6 +54,7 @@ import numpy as np  # noqa: E402
 
 import plot_style as ps  # noqa: E402
 from plot_style import plt  # noqa: E402
+from plot_training_mechanism import plot_mechanism  # noqa: E402
 from training_results import (forward_rows, forward_title, ordered, read, seed_stack,  # noqa: E402
                               select, table, unrolled_by_seed)
 
@@ -107,21 +115,22 @@ def plot_loss_curves(runs, forward, style, out, dpi, stamp):
 
 
 def plot_final_loss(runs, style, out, dpi, stamp):
-    """Top row: the final evaluation loss; bottom row: minus the unrolled run's of the same
+    """Top row: the late evaluation loss; bottom row: minus the unrolled run's of the same
     seed (same initial weights and batches), the grey band there being the unrolled seeds'
     spread around their mean."""
     forwards = forward_rows(runs)
     Ts = sorted({r["T"] for r in runs})
     fig, axes = plt.subplots(2, len(forwards), figsize=(4.6 * len(forwards) + 0.6, 7.4),
                              squeeze=False, sharey="row")
-    fig.suptitle("Final evaluation loss against T: mean over seeds, bars: the seeds' range; "
-                 "grey: the unrolled seeds' range", fontsize=12)
+    fig.suptitle("Late evaluation loss (last 10 % of steps) against T: mean over seeds, bars: "
+                 "the seeds' range; grey: the unrolled seeds' range", fontsize=12)
     backwards = ordered(r["backward"] for r in runs)
     for col, forward in enumerate(forwards):
         top, bottom = axes[0][col], axes[1][col]
         top.set_title(forward_title(runs, forward), fontsize=10)
         bottom.set_title(f"{forward}: minus unrolled of the same seed", fontsize=10)
-        exact = [list(unrolled_by_seed(runs, forward, T).values()) or [np.nan] for T in Ts]
+        exact = [list(unrolled_by_seed(runs, forward, T, "late_eval_loss").values()) or [np.nan]
+                 for T in Ts]
         top.fill_between(Ts, [min(e) for e in exact], [max(e) for e in exact], color="0.85",
                          zorder=0)
         bottom.fill_between(Ts, [min(e) - np.mean(e) for e in exact],
@@ -133,8 +142,8 @@ def plot_final_loss(runs, style, out, dpi, stamp):
                 xs, means, lows, highs = [], [], [], []
                 for T in Ts:
                     chosen = select(runs, forward=forward, T=T, backward=backward)
-                    ref = unrolled_by_seed(runs, forward, T)
-                    values = [r["final_eval_loss"] - (ref.get(r["seed"], np.nan) if paired
+                    ref = unrolled_by_seed(runs, forward, T, "late_eval_loss")
+                    values = [r["late_eval_loss"] - (ref.get(r["seed"], np.nan) if paired
                                                       else 0.0) for r in chosen]
                     if values:
                         xs.append(T * shift)
@@ -147,7 +156,7 @@ def plot_final_loss(runs, style, out, dpi, stamp):
             ps.T_axis(ax, Ts)
             ax.set_xlabel("T (Sinkhorn iterations)")
             ax.grid(True, alpha=0.35)
-    axes[0][0].set_ylabel("final evaluation loss (nats / character)")
+    axes[0][0].set_ylabel("late evaluation loss (nats / byte)")
     axes[1][0].set_ylabel("difference (nats / character)")
     ps.stamp(fig, stamp)
     return ps.finish(fig, axes, os.path.join(out[0], f"{out[1]}_final_eval_loss.png"), dpi)
@@ -246,7 +255,8 @@ def plot_time_memory(runs, style, out, dpi, stamp):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("log")
+    parser.add_argument("log", nargs="+", help="one or several logs of the same study (e.g. "
+                        "one per --shard), read as one")
     parser.add_argument("--out-dir", help="default: the log's directory")
     parser.add_argument("--dpi", type=int, default=110)
     parser.add_argument("--stamp", help="default: the log's tool version and start date")
@@ -257,9 +267,9 @@ def main():
     if args.table:
         table(runs)
         return
-    out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.log))
+    out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.log[0]))
     os.makedirs(out_dir, exist_ok=True)
-    out = (out_dir, os.path.splitext(os.path.basename(args.log))[0])
+    out = (out_dir, os.path.splitext(os.path.basename(args.log[0]))[0])
     stamp = args.stamp or (f"sinkgrad {header.get('tool_version', '')}, "
                            f"{header.get('started', '')[:10]}")
     style = ps.styles(ordered(r["backward"] for r in runs))
@@ -268,6 +278,7 @@ def main():
         chosen = select(runs, forward=forward)
         written.append(plot_loss_curves(chosen, forward, style, out, args.dpi, stamp))
         written.append(plot_along_training(chosen, forward, style, out, args.dpi, stamp))
+        written.append(plot_mechanism(chosen, forward, style, out, args.dpi, stamp))
     written.append(plot_final_loss(runs, style, out, args.dpi, stamp))
     written.append(plot_agreement(runs, style, out, args.dpi, stamp))
     written.append(plot_time_memory(runs, style, out, args.dpi, stamp))

@@ -9,7 +9,7 @@ import h5py
 import torch
 
 SCHEMA = "sinkgrad-training-log"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the manual-page corpus, measured-step numbers, late-window summaries
 LIST_KEYS = ("backwards", "T", "forwards", "seeds")  # the sweep's lists
 
 
@@ -29,34 +29,59 @@ RUN_DESCRIPTIONS = {
     "started": ("start of the run", "ISO 8601 UTC"),
     "process": ("host:pid of the process that computed the run", ""),
     "wall_seconds": ("the whole run, evaluations and gradient measurements included", "s"),
-    "final_train_loss": ("mean training loss of the last eval_every steps", "nats/char"),
-    "final_eval_loss": ("evaluation loss after the last step", "nats/char"),
+    "step_mode": ("graph (the step replayed from a CUDA graph) or eager, with why a capture "
+                  "failed", ""),
+    "final_train_loss": ("mean training loss of the last 10 % of the steps (finite ones)",
+                         "nats/byte"),
+    "final_eval_loss": ("evaluation loss after the last step", "nats/byte"),
+    "late_eval_loss": ("mean evaluation loss over the last 10 % of the steps", "nats/byte"),
+    "min_eval_loss": ("lowest evaluation loss of the run", "nats/byte"),
+    "diverged": ("1 if a training or evaluation loss was not finite", ""),
     "skipped_steps": ("steps whose optimiser update was skipped (non-finite gradient)", ""),
     "status_counts": ("int64[6] matrices per status over all steps' backwards", "matrices"),
     "status_names": ("names of status_counts' entries", ""),
-    "step_seconds_median": ("median time of a step not measured (forward, backward, update)",
-                            "s"),
-    "backward_seconds_median": ("median time of the backward of a step not measured", "s"),
+    "grad_rel_error_median": ("median over measured steps of grad_rel_error", "relative"),
+    "grad_rel_error_max": ("largest grad_rel_error over measured steps", "relative"),
+    "grad_cosine_median": ("median over measured steps of grad_cosine", ""),
+    "grad_cosine_min": ("smallest grad_cosine over measured steps", ""),
+    "sinkhorn_share_median": ("median over measured steps of sinkhorn_share", ""),
+    "step_seconds_median": ("median time of a step that was neither measured, evaluated nor "
+                            "a warm-up or capture step (forward, backward, update)", "s"),
+    "hot_seconds": ("sum of the times of those steps", "s"),
+    "hot_steps": ("how many steps those are", ""),
+    "backward_seconds_median": ("median time of the run's backward on measured steps (eager, "
+                                "synchronised)", "s"),
     "backward_peak_bytes": ("largest peak memory allocated by a measured step's backward",
                             "bytes"),
     "complete": ("1 once the run is fully written (a run without it is removed on --resume)",
                  ""),
 }
 DATASETS = {
-    "train_loss": ("training loss of each step's batch", "nats/char"),
-    "step_seconds": ("forward, backward and update of each step (measured steps also include "
-                     "the reference gradient and profiling)", "s"),
-    "backward_seconds": ("the backward of each step", "s"),
-    "measured": ("1 for a step whose gradient was compared and memory profiled", ""),
+    "train_loss": ("training loss of each step's batch", "nats/byte"),
+    "step_seconds": ("each step, from the end of the previous one (CUDA events on cuda; measured "
+                     "and evaluation steps include those)", "s"),
+    "measured": ("1 for a step measured, evaluated, a warm-up or a capture step", ""),
     "skipped": ("1 for a step whose update was skipped (non-finite gradient)", ""),
     "status_counts": ("(steps, 6) matrices per status in each step's backward", "matrices"),
     "eval_step": ("steps after which the evaluation loss was computed (0: before training)",
                   ""),
-    "eval_loss": ("evaluation loss on the held-out text", "nats/char"),
-    "measured_step": ("the steps at which the gradient was compared", ""),
+    "eval_loss": ("evaluation loss on the held-out pages", "nats/byte"),
+    "measured_step": ("the steps at which the gradient was measured", ""),
     "grad_cosine": ("cosine similarity of the parameter gradient with the unrolled backward's "
                     "on the same batch and weights", ""),
     "grad_rel_error": ("||g - g_unrolled|| / ||g_unrolled|| over all parameters", "relative"),
+    "sinkhorn_share": ("||g_unrolled - g_stop|| / ||g_unrolled||: the share of the exact "
+                       "parameter gradient that passes through the Sinkhorn logits (g_stop: R "
+                       "detached)", ""),
+    "logits_grad_norm": ("Frobenius norm of the run's gradient w.r.t. all mixing logits of the "
+                         "step (as the layer returns it, before any projection)", ""),
+    "logits_grad_invariant_norm": ("its component in the forward's invariant subspace (mean "
+                                   "along the invariant side; 0 for the exact gradient)", ""),
+    "logit_spread": ("RMS over matrices of the double-centred logits' entries (what R sees at "
+                     "convergence)", "logits"),
+    "logit_drift": ("RMS over matrices of the logits' mean along the invariant side (what no "
+                    "forward sees)", "logits"),
+    "backward_seconds": ("the run's backward on the measured step (eager, synchronised)", "s"),
     "backward_peak_bytes": ("peak memory allocated during the backward above what was "
                             "allocated before it (cpu: what PyTorch's allocator sees)", "bytes"),
 }
@@ -72,11 +97,11 @@ ROOT_DESCRIPTIONS = {
     "started": ("creation of the log", "ISO 8601 UTC"),
     "host": ("host name", ""),
     "devices": ("the devices and threads", ""),
-    "data": ("path of the text", ""),
-    "data_sha256": ("SHA-256 of the text", ""),
-    "vocabulary": ("the characters of the text, in token order (UTF-8 bytes as latin-1)", ""),
-    "train_chars": ("characters of the training part (the first nine tenths)", ""),
-    "eval_chars": ("characters of the held-out part (the last tenth)", ""),
+    "corpus": ("directory of the corpus (training/make_corpus.py)", ""),
+    "corpus_sha256": ("SHA-256 of the SHA-256 digests of train.txt and eval.txt", ""),
+    "vocabulary": ("tokens: the 256 byte values", ""),
+    "train_chars": ("bytes of train.txt", ""),
+    "eval_chars": ("bytes of eval.txt (whole pages never trained on)", ""),
 }
 
 
@@ -195,9 +220,9 @@ def open_log(path, settings, text, device, resume):
             schema=SCHEMA, schema_version=SCHEMA_VERSION, tool_version=source_version(),
             study=study, sweep=study_text(settings, LIST_KEYS), command=" ".join(sys.argv),
             resumed="", started=now(),
-            host=socket.gethostname(), devices=devices_text(device), data=settings["data"],
-            data_sha256=text.sha256, vocabulary=text.vocabulary.decode("latin-1"),
-            train_chars=len(text.train), eval_chars=len(text.held_out)))
+            host=socket.gethostname(), devices=devices_text(device), corpus=text.directory,
+            corpus_sha256=text.sha256, vocabulary=256, train_chars=text.train_chars,
+            eval_chars=text.eval_chars))
         log.create_group("runs")
         write_descriptions(log)
     return set()

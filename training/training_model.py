@@ -1,15 +1,11 @@
-"""The model and data of training/training_study.py: a character-level language model whose
-residual streams are mixed by mHC hyper-connections through sgt.sinkhorn, and the GPL-3 text
-it learns (see training_study.py's docstring and docs/results.md)."""
-import hashlib
-
-import numpy as np
+"""The model of training/training_study.py: a byte-level language model whose residual
+streams are mixed by mHC hyper-connections through sgt.sinkhorn (training_mixing.Mixing)."""
 import sinkgrad.torch as sgt
 import torch
 from torch import nn
+from torch.nn import functional as F
 
-EPS = {name: sgt.default_eps(name) for name in sgt.FORWARDS}  # the library's own values
-STATUS_NAMES = list(sgt.STATUS_NAMES)
+from training_mixing import STATUS_NAMES
 
 
 # ------------------------------------------------------------------------------- the model
@@ -35,10 +31,13 @@ class Attention(nn.Module):
         B, L, d = x.shape
         q, k, v = self.qkv(self.norm(x)).view(B, L, 3, self.heads, d // self.heads).unbind(2)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, heads, L, d/heads)
-        scores = q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5
-        causal = torch.ones(L, L, dtype=torch.bool, device=x.device).triu(1)
-        weights = scores.masked_fill(causal, float("-inf")).softmax(-1)
-        return self.out((weights @ v).transpose(1, 2).reshape(B, L, d))
+        if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0: fused kernels
+            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5
+            causal = torch.ones(L, L, dtype=torch.bool, device=x.device).triu(1)
+            attended = scores.masked_fill(causal, float("-inf")).softmax(-1) @ v
+        return self.out(attended.transpose(1, 2).reshape(B, L, d))
 
 
 class MLP(nn.Module):
@@ -51,21 +50,36 @@ class MLP(nn.Module):
 
 
 class HyperConnection(nn.Module):
-    """One sublayer F wrapped as mHC does: from the normalised n*d state of each token,
-    pre = sigmoid(a_pre * x W_pre + b_pre), post = 2 sigmoid(a_post * x W_post + b_post) and
-    R = Sinkhorn_T(a_res * x W_res + b_res); the streams become R x + post F(pre . x).
-    b_res starts as data/logits.h5's mhc_like_n4, 2 I + N(0, 0.5^2): identity-dominant, and
-    not doubly stochastic after one normalisation as exp(2 I) would be, so T matters."""
+    """One sublayer F wrapped as mHC does (dynamic + static parameterisation): from the
+    RMS-normalised n*d state x~ of each token, h = x~ W (W's entries N(0, 1/(n d)), so h's are
+    about N(0, 1)), pre = sigmoid(a_pre h_pre + b_pre), post = 2 sigmoid(a_post h_post + b_post),
+    R = Sinkhorn_T(a_res h_res + b_res); the streams become R x + post F(pre . x).
 
-    def __init__(self, n, d, sublayer, sinkhorn):
+    Initialisation (the `init` dict, settings alpha_res, identity, pre_select, post_spread):
+    a_pre = a_post = 0.01 as mHC's gates; a_res = alpha_res, so that the dynamic logits are
+    O(alpha_res) and the Sinkhorn carries a real share of the gradient (at 0.01 it carried under
+    1 %); b_res = identity * I, so that R's static part leans to the identity (e against 1 at
+    identity = 1) while its dynamic part decides: with identity = 3 the fixed R of the
+    stop-gradient control was close enough to the identity to cost nothing, with 1 (and 0) it
+    cost about 0.013 nats on every seed of the cpu preset at T = 1; b_pre = pre_select * (2 e_k
+    - 1) for sublayer k, so that it reads mainly stream k mod n, as hyper-connections initialise
+    their input weights (with pre = 1/n every sublayer would read the streams' mean, which a
+    doubly stochastic R does not change: R would barely matter); b_post ~ N(0, post_spread^2)
+    per stream, so that streams that start as copies differ after the first sublayer (with equal
+    post weights and a forward whose last step leaves the rows exact, copies stay copies and
+    dL/dlogits is zero for ever)."""
+
+    def __init__(self, n, d, sublayer, mixing, init, index):
         super().__init__()
-        self.n, self.sublayer, self.sinkhorn = n, sublayer, sinkhorn
+        self.n, self.sublayer, self.mixing = n, sublayer, mixing
         self.norm = RMSNorm(n * d)
         self.project = nn.Linear(n * d, 2 * n + n * n, bias=False)
-        self.scale = nn.Parameter(torch.full((3,), 0.01))  # a_pre, a_post, a_res
-        self.b_pre = nn.Parameter(torch.zeros(n))
-        self.b_post = nn.Parameter(torch.zeros(n))
-        self.b_res = nn.Parameter(2.0 * torch.eye(n) + 0.5 * torch.randn(n, n))
+        nn.init.normal_(self.project.weight, std=(n * d) ** -0.5)
+        self.scale = nn.Parameter(torch.tensor([0.01, 0.01, float(init["alpha_res"])]))
+        select = 2.0 * torch.eye(n)[index % n] - 1.0
+        self.b_pre = nn.Parameter(float(init["pre_select"]) * select)
+        self.b_post = nn.Parameter(float(init["post_spread"]) * torch.randn(n))
+        self.b_res = nn.Parameter(float(init["identity"]) * torch.eye(n))
         self.stats = sgt.SolveStats()
 
     def forward(self, x):  # x: (B, L, n, d)
@@ -74,89 +88,47 @@ class HyperConnection(nn.Module):
         pre = torch.sigmoid(self.scale[0] * h[..., :n] + self.b_pre)
         post = 2 * torch.sigmoid(self.scale[1] * h[..., n:2 * n] + self.b_post)
         logits = self.scale[2] * h[..., 2 * n:].reshape(B, L, n, n) + self.b_res
-        R = self.sinkhorn(logits, self.stats)
-        out = self.sublayer(torch.einsum("bln,blnd->bld", pre, x))
-        return R @ x + post.unsqueeze(-1) * out.unsqueeze(-2)
+        R = self.mixing(logits, self.stats).to(x.dtype)
+        out = self.sublayer((pre.unsqueeze(-1).to(x.dtype) * x).sum(2))
+        return R @ x + post.unsqueeze(-1).to(out.dtype) * out.unsqueeze(-2)
 
 
 class StreamLM(nn.Module):
-    """Character-level language model: embedding copied into n streams, `blocks` x (attention,
-    MLP) each wrapped by a HyperConnection, then the streams' mean to the logits."""
+    """Byte-level language model: the embedding copied into n streams (mHC's expansion),
+    `blocks` x (attention, MLP) each wrapped by a HyperConnection, then a weighted sum of the
+    streams to the logits."""
 
-    def __init__(self, vocabulary, context, n, d, blocks, heads, sinkhorn, stream_offsets):
+    def __init__(self, vocabulary, context, n, d, blocks, heads, mixing, init):
         super().__init__()
         self.n = n
         self.embed = nn.Embedding(vocabulary, d)
         self.position = nn.Parameter(0.02 * torch.randn(context, d))
-        # See forward(); without offsets the streams are exact copies, as mHC expands them.
-        self.stream = nn.Parameter(torch.randn(n, d) if stream_offsets else torch.zeros(n, d),
-                                   requires_grad=bool(stream_offsets))
         layers = []
-        for _ in range(blocks):
-            layers += [HyperConnection(n, d, Attention(d, heads), sinkhorn),
-                       HyperConnection(n, d, MLP(d), sinkhorn)]
+        for block in range(blocks):
+            layers += [HyperConnection(n, d, Attention(d, heads), mixing, init, 2 * block),
+                       HyperConnection(n, d, MLP(d), mixing, init, 2 * block + 1)]
         self.layers = nn.ModuleList(layers)
         self.norm, self.head = RMSNorm(d), nn.Linear(d, vocabulary)
+        # The head reads the streams as a sublayer does (mainly stream 2 * blocks mod n): with
+        # their mean, a doubly stochastic R would not change what it reads.
+        select = 2.0 * torch.eye(n)[(2 * blocks) % n] - 1.0
+        self.read = nn.Parameter(float(init["pre_select"]) * select)
 
     def forward(self, tokens):
         x = self.embed(tokens) + self.position[:tokens.shape[1]]
-        # n copies of the embedding, each plus its own learned offset: with exact copies
-        # dL/dR = (dL/dy) x^T has equal columns, the gradient w.r.t. the logits is zero up to
-        # rounding and the CG backwards fail on it (docs/results.md).
-        x = x.unsqueeze(2) + self.stream
+        x = x.unsqueeze(2).expand(-1, -1, self.n, -1)
         for layer in self.layers:
             x = layer(x)
-        return self.head(self.norm(x.mean(2)))
+        weights = torch.sigmoid(self.read).to(x.dtype)
+        return self.head(self.norm((weights.unsqueeze(-1) * x).sum(2)))
 
-    def status_counts(self):
-        """Matrices per status in the last backward, summed over the sublayers."""
-        counts = np.zeros(len(STATUS_NAMES), dtype=np.int64)
+    def status_counts(self, solved=True):
+        """(6,) int64 on the device: matrices per status in the last backward, summed over the
+        sublayers; no host sync (a CUDA graph captures it). Zeros when nothing was solved."""
+        device = self.head.weight.device
+        counts = torch.zeros(len(STATUS_NAMES), dtype=torch.int64, device=device)
+        codes = torch.arange(len(STATUS_NAMES), device=device)
         for layer in self.layers:
-            if layer.stats.status is not None:
-                counts += np.array(list(layer.stats.counts().values()), dtype=np.int64)
+            if solved and layer.stats.status is not None:
+                counts += (layer.stats.status.reshape(-1, 1) == codes).sum(0)
         return counts
-
-
-class Sinkhorn:
-    """The layer call every HyperConnection makes; `backward` can be switched between calls
-    (the reference gradient of a measured step is the same model with backward = unrolled)."""
-
-    def __init__(self, T, backward, forward, on_failure):
-        self.T, self.backward, self.forward, self.on_failure = T, backward, forward, on_failure
-
-    def __call__(self, logits, stats):
-        return sgt.sinkhorn(logits, self.T, backward=self.backward, forward=self.forward,
-                            eps=EPS[self.forward], stats=stats, on_failure=self.on_failure)
-
-
-# -------------------------------------------------------------------------------- the data
-
-class Text:
-    def __init__(self, path, context, eval_windows):
-        with open(path, "rb") as f:
-            raw = f.read()
-        self.sha256 = hashlib.sha256(raw).hexdigest()
-        self.vocabulary = bytes(sorted(set(raw)))
-        lookup = np.zeros(256, dtype=np.int64)
-        lookup[np.frombuffer(self.vocabulary, dtype=np.uint8)] = np.arange(len(self.vocabulary))
-        tokens = torch.from_numpy(lookup[np.frombuffer(raw, dtype=np.uint8)])
-        split = len(tokens) * 9 // 10
-        self.train, self.held_out = tokens[:split], tokens[split:]
-        self.context = context
-        if len(self.held_out) < context + 2:
-            raise SystemExit(f"training_study.py: {path} is too short for context {context}")
-        starts = np.linspace(0, len(self.held_out) - context - 1, eval_windows).astype(np.int64)
-        self.eval_batch = self.windows(self.held_out, torch.from_numpy(starts))
-
-    def windows(self, tokens, starts):
-        index = starts[:, None] + torch.arange(self.context + 1)
-        chunk = tokens[index]
-        return chunk[:, :-1], chunk[:, 1:]
-
-    def batches(self, seed, batch, steps):
-        """The training batches of one seed: the same for every backward, T and convention."""
-        generator = torch.Generator().manual_seed(1_000_003 * seed + 17)
-        for _ in range(steps):
-            starts = torch.randint(0, len(self.train) - self.context - 1, (batch,),
-                                   generator=generator)
-            yield self.windows(self.train, starts)

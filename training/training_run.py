@@ -1,33 +1,27 @@
 """One run of training/training_study.py: the model trained for a number of steps with one
-backward, T, forward convention and seed, its losses, times, status counts, and on measured
-steps the gradient's agreement with the unrolled backward's and the backward's peak memory."""
+backward, T, forward convention and seed. The hot loop keeps every per-step number on the
+device (losses, status counts, skipped flags; CUDA events for the step times) and reads them
+once at the end; evaluations and measured steps (training_step.measure) run between steps."""
 import os
 import socket
 import time
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
+from training_data import VOCABULARY
 from training_log import now
-from training_model import EPS, STATUS_NAMES, Sinkhorn, StreamLM
+from training_mixing import EPS, STATUS_NAMES, Mixing
+from training_model import StreamLM
+from training_step import WARMUP, Stepper, batch_loss, measure
+
+MEASURED = ("grad_cosine", "grad_rel_error", "sinkhorn_share", "logits_grad_norm",
+            "logits_grad_invariant_norm", "logit_spread", "logit_drift", "backward_seconds",
+            "backward_peak_bytes")
 
 
 def run_key(backward, T, forward, seed):
     return f"backward={backward} T={T} forward={forward} eps={EPS[forward]:g} seed={seed}"
-
-
-def flat_grad(grads):
-    return torch.cat([g.reshape(-1).double() for g in grads])
-
-
-def agreement(g, reference):
-    """(cosine, relative error) of g against reference; exactly (1, 0) when they are equal."""
-    if torch.equal(g, reference):
-        return 1.0, 0.0
-    norm = reference.norm()
-    cosine = float(g @ reference / (g.norm() * norm))
-    return cosine, float((g - reference).norm() / norm)
 
 
 def cpu_memory_events(work):
@@ -59,18 +53,18 @@ def cpu_memory_events(work):
             if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
 
 
-def peak_backward_bytes(loss, device):
-    """Runs loss.backward() and returns the peak memory it allocated above what was allocated
+def peak_backward_bytes(work, device):
+    """Runs work() (a backward) and returns the peak memory it allocated above what was allocated
     when it started: CUDA from the caching allocator's statistics, cpu from the allocation
     events of PyTorch's profiler (the library's own scratch on the cpu is not seen)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         before = torch.cuda.memory_allocated(device)
         torch.cuda.reset_peak_memory_stats(device)
-        loss.backward()
+        work()
         torch.cuda.synchronize(device)
         return torch.cuda.max_memory_allocated(device) - before
-    events = cpu_memory_events(loss.backward)
+    events = cpu_memory_events(work)
     events.sort(key=lambda e: e[0])
     running = peak = 0
     for _, nbytes in events:
@@ -79,105 +73,122 @@ def peak_backward_bytes(loss, device):
     return peak
 
 
-def synchronize(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+class StepClock:
+    """Per-step times without a host sync: CUDA events recorded after every step and read at
+    the end; on the cpu (synchronous) the wall clock."""
+
+    def __init__(self, device, steps):
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            self.events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+        else:
+            self.times = [0.0] * (steps + 1)
+
+    def mark(self, k):
+        if self.cuda:
+            self.events[k].record()
+        else:
+            self.times[k] = time.perf_counter()
+
+    def seconds(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+            return np.array([a.elapsed_time(b) / 1e3 for a, b in zip(self.events,
+                                                                       self.events[1:])])
+        return np.diff(np.array(self.times))
 
 
-def train_run(settings, text, device, backward, T, forward, seed, on_failure):
+def late(values, fraction=0.1):
+    """Mean of the last `fraction` of values (at least one)."""
+    values = np.asarray(values, dtype=float)
+    return float(np.mean(values[-max(1, int(round(len(values) * fraction))):]))
+
+
+def train_run(settings, corpus, device, backward, T, forward, seed, on_failure):
     """Trains one model; returns (attributes, datasets)."""
     started, clock = now(), time.perf_counter()
-    sinkhorn = Sinkhorn(T, backward, forward, on_failure)
+    mixing = Mixing(T, backward, forward, on_failure)
     torch.manual_seed(seed)
-    model = StreamLM(len(text.vocabulary), settings["context"], settings["n"], settings["d"],
-                     settings["blocks"], settings["heads"], sinkhorn,
-                     settings["stream_offsets"]).to(device)
+    init = {k: settings[k] for k in ("alpha_res", "identity", "pre_select", "post_spread")}
+    model = StreamLM(VOCABULARY, settings["context"], settings["n"], settings["d"],
+                     settings["blocks"], settings["heads"], mixing, init).to(device)
     params = [p for p in model.parameters() if p.requires_grad]
-    optimiser = torch.optim.AdamW(params, lr=settings["lr"], weight_decay=0.0)
+    stepper = Stepper(model, params, settings, device, backward != "stop_gradient",
+                      settings["step_mode"] == "graph")
     steps, eval_every = settings["steps"], settings["eval_every"]
-    eval_inputs, eval_targets = (t.to(device) for t in text.eval_batch)
+    measure_every = settings["measure_every"]
+    starts = corpus.starts(seed, settings["batch"], steps)
 
     def evaluate():
         model.eval()
         with torch.no_grad():
-            out = model(eval_inputs)
-            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), eval_targets.reshape(-1))
+            loss = batch_loss(model, *corpus.eval_batch, device, settings["autocast"])
         model.train()
-        return float(loss)
+        return loss.detach()
 
-    record = {name: [] for name in ("train_loss", "step_seconds", "backward_seconds",
-                                    "measured", "skipped", "status_counts", "measured_step",
-                                    "grad_cosine", "grad_rel_error", "backward_peak_bytes")}
+    train_loss = torch.zeros(steps, device=device)
+    skipped = torch.zeros(steps, device=device)
+    status = torch.zeros(steps, len(STATUS_NAMES), dtype=torch.int64, device=device)
     eval_step, eval_loss = [0], [evaluate()]
-    for step, (inputs, targets) in enumerate(text.batches(seed, settings["batch"], steps), 1):
-        inputs, targets = inputs.to(device), targets.to(device)
-        measured = step % settings["measure_every"] == 0 or step == 1
-        synchronize(device)
-        begin = time.perf_counter()
-        optimiser.zero_grad(set_to_none=True)
-        out = model(inputs)
-        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), targets.reshape(-1))
-        synchronize(device)
-        backward_begin = time.perf_counter()
-        if measured:
-            record["backward_peak_bytes"].append(peak_backward_bytes(loss, device))
-        else:
-            loss.backward()
-        synchronize(device)
-        backward_seconds = time.perf_counter() - backward_begin
-        record["status_counts"].append(model.status_counts())
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-        if measured:
-            # The exact gradient of the same forward: the same weights and batch, unrolled.
-            sinkhorn.backward = "unrolled"
-            out_ref = model(inputs)
-            loss_ref = F.cross_entropy(out_ref.reshape(-1, out_ref.shape[-1]),
-                                       targets.reshape(-1))
-            reference = torch.autograd.grad(loss_ref, params, allow_unused=True)
-            reference = [r if r is not None else torch.zeros_like(p)
-                         for r, p in zip(reference, params)]
-            sinkhorn.backward = backward
-            cosine, rel = agreement(flat_grad(grads), flat_grad(reference))
-            record["measured_step"].append(step)
-            record["grad_cosine"].append(cosine)
-            record["grad_rel_error"].append(rel)
-        finite = all(bool(torch.isfinite(g).all()) for g in grads)
-        if finite:
-            optimiser.step()
-        synchronize(device)
-        record["step_seconds"].append(time.perf_counter() - begin)
-        record["backward_seconds"].append(backward_seconds)
-        record["train_loss"].append(float(loss))
-        record["measured"].append(int(measured))
-        record["skipped"].append(int(not finite))
+    measured = {name: [] for name in MEASURED}
+    measured_step, busy = [], np.zeros(steps, dtype=bool)
+    busy[:WARMUP + 1] = True  # warm-up and capture: not the steady step's time
+    timer = StepClock(device, steps)
+    timer.mark(0)
+    for step in range(1, steps + 1):
+        inputs, targets = corpus.windows(corpus.train, starts[step - 1])
+        if step % measure_every == 0 or step == 1:
+            numbers = measure(model, mixing, params, inputs, targets, settings, device,
+                              backward, peak_backward_bytes)
+            for name in MEASURED:
+                measured[name].append(numbers[name])
+            measured_step.append(step)
+            busy[step - 1] = True
+        loss, counts, skip = stepper.step(inputs, targets)
+        train_loss[step - 1].copy_(loss)
+        status[step - 1].copy_(counts)
+        skipped[step - 1].copy_(skip)
         if step % eval_every == 0 or step == steps:
             eval_step.append(step)
             eval_loss.append(evaluate())
-
-    measured = np.array(record["measured"], dtype=bool)
-    timed = ~measured if (~measured).any() else measured
-    status = np.array(record["status_counts"], dtype=np.int64).reshape(-1, len(STATUS_NAMES))
+            busy[step - 1] = True
+        timer.mark(step)
+    step_seconds = timer.seconds()
+    train_loss, skipped = train_loss.cpu().double().numpy(), skipped.cpu().numpy()
+    status = status.cpu().numpy()
+    eval_loss = torch.stack(eval_loss).cpu().double().numpy()
+    hot = ~busy if (~busy).any() else busy
+    finite = np.isfinite(train_loss)
+    eval_step = np.array(eval_step, dtype=np.int64)
+    late_evals = eval_loss[eval_step >= steps - max(1, steps // 10)]
+    rel = np.array(measured["grad_rel_error"])
     tokens = settings["batch"] * settings["context"]
     attrs = dict(
         key=run_key(backward, T, forward, seed), backward=backward, T=T, forward=forward,
         eps=EPS[forward], seed=seed, device=device.type, on_failure=on_failure,
-        parameters=sum(p.numel() for p in params), matrices_per_step=tokens * len(model.layers),
-        started=started, process=f"{socket.gethostname()}:{os.getpid()}",
-        final_train_loss=float(np.mean(record["train_loss"][-eval_every:])),
-        final_eval_loss=eval_loss[-1], skipped_steps=int(np.sum(record["skipped"])),
-        status_counts=status.sum(0), status_names=",".join(STATUS_NAMES),
-        step_seconds_median=float(np.median(np.array(record["step_seconds"])[timed])),
-        backward_seconds_median=float(np.median(np.array(record["backward_seconds"])[timed])),
-        backward_peak_bytes=int(max(record["backward_peak_bytes"])))
-    data = dict(
-        train_loss=np.array(record["train_loss"]), step_seconds=np.array(record["step_seconds"]),
-        backward_seconds=np.array(record["backward_seconds"]),
-        measured=np.array(record["measured"], dtype=np.int8),
-        skipped=np.array(record["skipped"], dtype=np.int8), status_counts=status,
-        eval_step=np.array(eval_step, dtype=np.int64), eval_loss=np.array(eval_loss),
-        measured_step=np.array(record["measured_step"], dtype=np.int64),
-        grad_cosine=np.array(record["grad_cosine"]),
-        grad_rel_error=np.array(record["grad_rel_error"]),
-        backward_peak_bytes=np.array(record["backward_peak_bytes"], dtype=np.int64))
+        step_mode=stepper.mode, parameters=sum(p.numel() for p in params),
+        matrices_per_step=tokens * len(model.layers), started=started,
+        process=f"{socket.gethostname()}:{os.getpid()}",
+        final_train_loss=late(train_loss[finite]) if finite.any() else float("nan"),
+        final_eval_loss=float(eval_loss[-1]), late_eval_loss=float(np.mean(late_evals)),
+        min_eval_loss=float(np.nanmin(eval_loss)) if np.isfinite(eval_loss).any() else np.nan,
+        diverged=int(not finite.all() or not np.isfinite(eval_loss).all()),
+        skipped_steps=int(skipped.sum()), status_counts=status.sum(0),
+        status_names=",".join(STATUS_NAMES),
+        grad_rel_error_median=float(np.median(rel)), grad_rel_error_max=float(np.max(rel)),
+        grad_cosine_median=float(np.median(measured["grad_cosine"])),
+        grad_cosine_min=float(np.min(measured["grad_cosine"])),
+        sinkhorn_share_median=float(np.median(measured["sinkhorn_share"])),
+        step_seconds_median=float(np.median(step_seconds[hot])),
+        hot_seconds=float(np.sum(step_seconds[hot])), hot_steps=int(hot.sum()),
+        backward_seconds_median=float(np.median(measured["backward_seconds"])),
+        backward_peak_bytes=int(max(measured["backward_peak_bytes"])))
+    data = dict(train_loss=train_loss, step_seconds=step_seconds,
+                measured=busy.astype(np.int8), skipped=skipped.astype(np.int8),
+                status_counts=status, eval_step=eval_step, eval_loss=eval_loss,
+                measured_step=np.array(measured_step, dtype=np.int64))
+    for name in MEASURED:
+        data[name] = np.array(measured[name], dtype=np.int64 if name.endswith("bytes")
+                              else np.float64)
     attrs["wall_seconds"] = time.perf_counter() - clock
     return attrs, data

@@ -4,7 +4,11 @@ finishes that run and exits 130), then resumed to the end, then extended by a wi
 narrower one is refused).
 Every run must be in the log once, and a run written before an interruption must not have been
 recomputed (its process attribute and wall time are those of the process that first wrote
-it). A log without --resume and a resume with other settings are refused.
+it), and every run's numbers are bit for bit those of a clean sweep run in one go. Two shards
+(--shard 0/2, 1/2) into two logs together hold the clean sweep's runs, with the same numbers,
+and --done-logs with one shard's log runs exactly the other's;
+--budget-minutes 0 stops after one run with exit 3. A log without --resume and a resume with
+other settings are refused. The corpus is a sample of training/make_corpus.py.
 
     training_resume_test.py STUDY_SCRIPT WORK_DIR
 """
@@ -16,13 +20,35 @@ import sys
 
 import h5py
 
+import numpy as np
+
 RUNS = 6
+CORPUS = []  # the sample corpus' directory, made once by main()
+# What a run computed (not when or where): compared between a resumed and a clean sweep.
+COMPUTED = ("train_loss", "eval_loss", "status_counts", "skipped", "grad_rel_error",
+            "sinkhorn_share", "logit_spread")
 
 
 def sweep(steps=3, quiet=True, Ts="1,2,3"):
     """The tiny sweep's arguments: RUNS runs of a few steps each."""
-    return (["--smoke", "--backwards", "unrolled,cg_corrected", "--T", Ts, "--steps",
-             str(steps)] + (["--quiet"] if quiet else []))
+    return (["--smoke", "--corpus", CORPUS[0], "--backwards", "unrolled,cg_corrected", "--T",
+             Ts, "--steps", str(steps)] + (["--quiet"] if quiet else []))
+
+
+def numbers(*logs):
+    """{key: {dataset: array}} of the complete runs of the logs."""
+    found = {}
+    for log in logs:
+        with h5py.File(log, "r") as f:
+            for r in f["runs"].values():
+                if int(r.attrs.get("complete", 0)) == 1:
+                    found[r.attrs["key"]] = {k: r[k][()] for k in COMPUTED}
+    return found
+
+
+def same_numbers(a, b):
+    return a.keys() == b.keys() and all(
+        np.array_equal(a[k][d], b[k][d], equal_nan=True) for k in a for d in COMPUTED)
 
 
 def require(condition, message):
@@ -58,6 +84,12 @@ def main(study, work):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     log = os.path.join(work, "resume.h5")
+    CORPUS.append(os.path.join(work, "corpus"))
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(study), "make_corpus.py"),
+                    "--out", CORPUS[0], "--megabytes", "0.03", "--held-out", "4"], check=True,
+                   capture_output=True)
+    clean = os.path.join(work, "clean.h5")
+    subprocess.run([sys.executable, study, *sweep(), "--output", clean], check=True)
 
     code = interrupted(study, log, [], 2, signal.SIGKILL)
     require(code == -signal.SIGKILL, f"the first sweep was not killed (exit {code})")
@@ -93,6 +125,29 @@ def main(study, work):
     require(len(processes) == 3, f"the runs came from {len(processes)} processes, expected 3")
     with h5py.File(log, "r") as f:
         require(len(f["runs"]) == RUNS, "the log holds incomplete or duplicate runs")
+    require(same_numbers(numbers(log), numbers(clean)),
+            "the interrupted and resumed sweep differs from the clean one")
+
+    shards = [os.path.join(work, f"shard{i}.h5") for i in range(2)]
+    for i, shard in enumerate(shards):
+        subprocess.run([sys.executable, study, *sweep(), "--shard", f"{i}/2", "--output",
+                        shard], check=True)
+    parts = [numbers(shard) for shard in shards]
+    require(not parts[0].keys() & parts[1].keys() and all(parts),
+            "the shards overlap or one is empty")
+    require(same_numbers(numbers(*shards), numbers(clean)), "the shards differ from the clean")
+    rest = os.path.join(work, "rest.h5")  # what shard 0 left, found through --done-logs
+    subprocess.run([sys.executable, study, *sweep(), "--done-logs",
+                    os.path.join(work, "shard*.h5"), "--output", rest], check=True)
+    require(not os.path.exists(rest) or not runs(rest), "--done-logs: runs done elsewhere ran")
+    subprocess.run([sys.executable, study, *sweep(), "--done-logs", shards[0], "--output", rest,
+                    "--resume"], check=True)
+    require(numbers(rest).keys() == parts[1].keys(), "--done-logs: not the other shard's runs")
+    budget = subprocess.run([sys.executable, study, *sweep(), "--budget-minutes", "0",
+                             "--output", os.path.join(work, "budget.h5")],
+                            capture_output=True, text=True)
+    require(budget.returncode == 3 and len(runs(os.path.join(work, "budget.h5"))) == 1,
+            f"--budget-minutes 0: exit {budget.returncode}, {budget.stderr!r}")
 
     # A narrowed T list is refused; a widened one adds its runs only and becomes the sweep.
     narrowed = subprocess.run([sys.executable, study, *sweep(Ts="3,5"), "--output", log,
@@ -108,7 +163,8 @@ def main(study, work):
     with h5py.File(log, "r") as f:
         require("T=1,2,3,5" in f.attrs["sweep"].splitlines(), f"sweep {f.attrs['sweep']!r}")
         require(len(f.attrs["resumed"].splitlines()) == 3, "resumed lists 3 commands")
-    print(f"training_resume_test: {RUNS} runs from 3 processes, none recomputed, 2 added: ok")
+    print(f"training_resume_test: {RUNS} runs from 3 processes, none recomputed, equal to a clean "
+          "sweep and to two shards; 2 added; the budget stops after one run: ok")
 
 
 if __name__ == "__main__":
