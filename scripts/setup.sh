@@ -3,6 +3,7 @@
 # configures and builds into build/. Sourced by main.sh and test.sh; usable on its own.
 #   SINKGRAD_BUILD_DIR  build directory (default: build)
 #   SINKGRAD_CMAKE_ARGS extra CMake arguments (e.g. -DSINKGRAD_CUDA=OFF)
+#   SINKGRAD_BUILD_TARGETS build only these targets (default: everything, the tests included)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${SINKGRAD_BUILD_DIR:-$root/build}
@@ -33,4 +34,5 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 # shellcheck disable=SC2086
 cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release ${SINKGRAD_CMAKE_ARGS:-}
-cmake --build "$build_dir" -j "$(nproc)"
+# shellcheck disable=SC2086
+cmake --build "$build_dir" -j "$(nproc)" ${SINKGRAD_BUILD_TARGETS:+--target $SINKGRAD_BUILD_TARGETS}

@@ -1,5 +1,5 @@
 #pragma once
-// The team kernels' shapes (team_shape.cuh) in five groups by n. A heavy team launch is compiled
+// The team kernels' shapes (team_shape.cuh) in six groups by n. A heavy team launch is compiled
 // as one unit per group and precision (cmake/instantiations.cmake, GROUPS), so that no unit
 // holds every shape's kernels: the units compile in parallel, and each takes a fraction of the
 // time. Host code: the launch in a group is chosen here, at run time, from n.
@@ -8,7 +8,7 @@
 
 namespace sinkgrad::cuda {
 
-enum class ShapeGroup { up_to_4, up_to_8, up_to_16, up_to_32, above_32 };
+enum class ShapeGroup { up_to_4, up_to_8, up_to_16, up_to_32, up_to_64, above_64 };
 
 // The group of n's shape: the one whose team_shape.cuh launch takes n.
 constexpr ShapeGroup shape_group(int n) {
@@ -16,7 +16,8 @@ constexpr ShapeGroup shape_group(int n) {
          : n <= 8  ? ShapeGroup::up_to_8
          : n <= 16 ? ShapeGroup::up_to_16
          : n <= 32 ? ShapeGroup::up_to_32
-                   : ShapeGroup::above_32;
+         : n <= 64 ? ShapeGroup::up_to_64
+                   : ShapeGroup::above_64;
 }
 
 // Calls f(std::integral_constant<ShapeGroup, shape_group(n)>{}).
@@ -31,8 +32,10 @@ void with_shape_group(int n, F&& f) {
       return f(std::integral_constant<ShapeGroup, ShapeGroup::up_to_16>{});
     case ShapeGroup::up_to_32:
       return f(std::integral_constant<ShapeGroup, ShapeGroup::up_to_32>{});
-    case ShapeGroup::above_32:
-      return f(std::integral_constant<ShapeGroup, ShapeGroup::above_32>{});
+    case ShapeGroup::up_to_64:
+      return f(std::integral_constant<ShapeGroup, ShapeGroup::up_to_64>{});
+    case ShapeGroup::above_64:
+      return f(std::integral_constant<ShapeGroup, ShapeGroup::above_64>{});
   }
 }
 

@@ -74,7 +74,8 @@ constexpr ShapeGroup shape_group_of() {
          : Shape::cap <= 8  ? ShapeGroup::up_to_8
          : Shape::cap <= 16 ? ShapeGroup::up_to_16
          : Shape::cap <= 32 ? ShapeGroup::up_to_32
-                            : ShapeGroup::above_32;
+         : Shape::cap <= 64 ? ShapeGroup::up_to_64
+                            : ShapeGroup::above_64;
 }
 
 // with_team_shape for the n of group G only: a unit that instantiates it compiles launch for
