@@ -10,6 +10,7 @@
 
 #include "io/hdf5.hpp"
 #include "tests/cli/cli_test_support.hpp"
+#include "tests/experiments/study_test_support.hpp"
 
 namespace sinkgrad::study {
 namespace {
@@ -17,26 +18,9 @@ namespace {
 using sinkgrad::testing::run_cli;
 using sinkgrad::testing::ScratchDir;
 using sinkgrad::testing::write_text;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// Four runs on the cpu in well under a second: T = 1, 2 for two solvers.
-const std::string tiny =
-    "[study]\nname = tiny\n[inputs]\nn = 3\nbatch = 4\nlogits = uniform(0, 4)\n"
-    "[forward]\nT = 1, 2\n[solvers]\nuse = unrolled, cg_corrected\n[measure]\n"
-    "timing_repeats = 1\n[run]\ndevices = cpu\n";
-
-std::map<std::string, h5::Group> runs_of(const h5::File& log) {
-  std::map<std::string, h5::Group> runs;
-  const h5::Group group = log.open_group("runs");
-  for (const std::string& id : group.children()) {
-    const h5::Group run = group.open_group(id);
-    runs.emplace(h5::read_string_attribute(run, "key"), run);
-  }
-  return runs;
-}
+using testing::contains;
+using testing::runs_of;
+using testing::tiny;
 
 // The numbers of a run that do not depend on timing.
 std::vector<double> results_of(const h5::Group& run) {

@@ -9,6 +9,7 @@
 #include "experiments/study/study_runner.hpp"
 #include "io/hdf5.hpp"
 #include "tests/cli/cli_test_support.hpp"
+#include "tests/experiments/study_test_support.hpp"
 
 namespace sinkgrad::study {
 namespace {
@@ -16,10 +17,7 @@ namespace {
 using sinkgrad::testing::run_cli;
 using sinkgrad::testing::ScratchDir;
 using sinkgrad::testing::write_text;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 const std::string smoke_path = std::string(SINKGRAD_SOURCE_DIR) + "/experiments/smoke.ini";
 
@@ -60,7 +58,7 @@ TEST(RunCommand, InterruptStopsAfterTheRunInProgressAndResumes) {
   const ScratchDir dir;
   const std::string definition = dir.file("long.ini");
   write_text(definition,
-             "[inputs]\nn = 8, 16\nbatch = 64\nlogits = uniform(0, 4), uniform(0, 10)\n"
+             "[inputs]\nn = 8, 16\nbatch = 1024\nlogits = uniform(0, 4), uniform(0, 10)\n"
              "[forward]\nT = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10\n[solvers]\nuse = all\n"
              "[solver.cg_corrected]\nmax_iterations = 8, 16, 32\ntolerance = 0\n"
              "[run]\ndevices = cpu\n");

@@ -14,6 +14,7 @@
 
 #include "io/hdf5.hpp"
 #include "tests/cli/cli_test_support.hpp"
+#include "tests/experiments/study_test_support.hpp"
 
 namespace sinkgrad::study {
 namespace {
@@ -24,27 +25,9 @@ using sinkgrad::testing::run_cli;
 using sinkgrad::testing::ScratchDir;
 using sinkgrad::testing::shell_quoted;
 using sinkgrad::testing::write_text;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-// Four runs on the cpu in well under a second: T = 1, 2 for two solvers.
-const std::string tiny =
-    "# a tiny study\n[study]\nname = tiny\n[inputs]\nn = 3\nbatch = 4\nlogits = uniform(0, 4)\n"
-    "[forward]\nT = 1, 2\n[solvers]\nuse = unrolled, cg_corrected\n[measure]\n"
-    "timing_repeats = 1\n[run]\ndevices = cpu\n";
-
-// The runs of a log: key -> attributes read back with the HDF5 layer.
-std::map<std::string, h5::Group> runs_of(const h5::File& log) {
-  std::map<std::string, h5::Group> runs;
-  const h5::Group group = log.open_group("runs");
-  for (const std::string& id : group.children()) {
-    const h5::Group run = group.open_group(id);
-    runs.emplace(h5::read_string_attribute(run, "key"), run);
-  }
-  return runs;
-}
+using testing::contains;
+using testing::runs_of;
+using testing::tiny;
 
 std::set<std::int64_t> values_of(const std::string& path, const char* attribute) {
   const h5::File log = h5::File::open(path);
