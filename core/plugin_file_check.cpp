@@ -91,18 +91,17 @@ void check_library_headers(const std::string& path, std::ifstream& file, std::ui
     throw Error(refusal(path, "is an ELF file but not a shared library (e_type " +
                                   std::to_string(header.e_type) + ")"));
   const std::string cut = "is cut short or damaged: its ELF header describes ";
-  const std::string file_size = " bytes, beyond its " + std::to_string(size) + " bytes";
+  const std::string beyond = ", beyond its " + std::to_string(size) + " bytes";
   if (header.e_phentsize != sizeof(Phdr) ||
       !within(header.e_phoff, std::uint64_t(header.e_phnum) * sizeof(Phdr), size))
-    throw Error(
-        refusal(path, cut + "program headers beyond its " + std::to_string(size) + " bytes"));
+    throw Error(refusal(path, cut + "program headers" + beyond));
   if (header.e_shoff != 0 &&
       !within(header.e_shoff, std::uint64_t(header.e_shnum) * header.e_shentsize, size))
     throw Error(
         refusal(path, cut + "section headers up to byte " +
                           std::to_string(std::uint64_t(header.e_shoff) +
                                          std::uint64_t(header.e_shnum) * header.e_shentsize) +
-                          file_size));
+                          beyond));
   std::vector<Phdr> segments(header.e_phnum);
   if (!segments.empty() &&
       !read_at(file, header.e_phoff, segments.data(), segments.size() * sizeof(Phdr)))
@@ -112,7 +111,7 @@ void check_library_headers(const std::string& path, std::ifstream& file, std::ui
       throw Error(refusal(path, cut + "a segment up to byte " +
                                     std::to_string(std::uint64_t(segment.p_offset) +
                                                    std::uint64_t(segment.p_filesz)) +
-                                    file_size));
+                                    beyond));
 }
 #endif
 
