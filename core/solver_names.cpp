@@ -65,6 +65,14 @@ void check_solver_info(const SolverInfo& info) {
   if (const std::string why = name_problem(info.name, false); !why.empty())
     throw Error("solver name " + solver + " is not allowed: " + why +
                 " (a name is 1 to 64 printable ASCII characters without blanks or separators)");
+  // Descriptions are printed by `sinkgrad solvers` and --help: no escape sequences either.
+  const auto check_text = [&](const std::string& text, const std::string& what) {
+    for (const char c : text)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        throw Error(what + " of solver " + solver + " holds a control character (" +
+                    visible_name(std::string(1, c)) + ")");
+  };
+  check_text(info.description, "the description");
   std::set<std::string> seen;
   for (const OptionSpec& spec : info.options) {
     const std::string option = "option " + quoted(visible_name(spec.name)) + " of solver " + solver;
@@ -73,6 +81,7 @@ void check_solver_info(const SolverInfo& info) {
                   " (an option name is 1 to 64 printable ASCII characters without blanks, "
                   "dots or separators)");
     if (!seen.insert(spec.name).second) throw Error(option + " is declared twice");
+    check_text(spec.description, "the description of option " + quoted(spec.name));
     if (spec.kind != OptionSpec::Kind::choice && !(spec.minimum <= spec.maximum))
       throw Error(option + " has a minimum above its maximum");
     // Choices are printed and split from lists like names; a dot is fine in a value.

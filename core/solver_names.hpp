@@ -24,7 +24,9 @@ std::string visible_name(const std::string& name);
 std::string visible_text(const std::string& text);
 
 // Throws Error naming the bad name (visible_name) when the solver's name or an option's name is
-// invalid, an option name is given twice, or an option's bounds or default are inconsistent.
+// invalid, an option name is given twice, a description holds a control character (an escape
+// sequence would act on the terminal of `sinkgrad solvers`), or an option's bounds, choices or
+// default are inconsistent.
 void check_solver_info(const SolverInfo& info);
 
 }  // namespace sinkgrad

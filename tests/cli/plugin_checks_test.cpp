@@ -91,6 +91,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         std::pair{"escape", "solver name 'bad\\x0A\\x1B[2J\\x1B[Hname' is not allowed"},
         std::pair{"all", "solver name 'all' is not allowed: 'all' is reserved"},
+        std::pair{"escape_description",
+                  "the description of solver 'bad_names_test' holds a control character (\\x1B)"},
         std::pair{"empty_option", "option '' of solver 'bad_names_test' is not allowed"},
         std::pair{"equals_option", "option 'a=b' of solver 'bad_names_test' is not allowed"},
         std::pair{"duplicate_option", "option 'mode' of solver 'bad_names_test' is declared twice"},

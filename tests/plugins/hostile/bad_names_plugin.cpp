@@ -2,6 +2,7 @@
 // by the environment variable SINKGRAD_TEST_BAD_NAMES (tests/cli/plugin_checks_test.cpp):
 //   escape            a solver name holding a newline and a terminal escape sequence
 //   all               a solver named "all" (reserved by `use = all`)
+//   escape_description  a solver description holding a terminal escape sequence
 //   empty_option      an option named ""
 //   equals_option     an option named "a=b"
 //   duplicate_option  the option "mode" declared twice
@@ -47,6 +48,7 @@ void register_solvers(SolverRegistry& registry) {
                   {OptionSpec::choice("mode", {"a", "b"}, "a choice")}};
   if (mode == "escape") info.name = "bad\n\x1b[2J\x1b[Hname";
   if (mode == "all") info.name = "all";
+  if (mode == "escape_description") info.description = "clears \x1b[2J the terminal";
   if (mode == "empty_option") info.options.push_back(OptionSpec::integer("", "1", "empty", 1));
   if (mode == "equals_option") info.options.push_back(OptionSpec::integer("a=b", "1", "eq", 1));
   if (mode == "duplicate_option") info.options.push_back(info.options.front());
