@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "core/plugin_loader.hpp"
 #include "core/solver_options.hpp"
 #include "core/solver_registry.hpp"
@@ -38,9 +39,8 @@ void check_dtype(int dtype) {
 }
 
 void check_shape(std::int64_t batch, int n, int T) {
-  if (batch < 0) throw Error("batch must be >= 0, got " + std::to_string(batch));
-  if (n < 1) throw Error("n must be >= 1, got " + std::to_string(n));
-  if (T < 1) throw Error("T must be >= 1, got " + std::to_string(T));
+  limits::check_batch_shape(batch, n);
+  limits::check_forward_iterations(T);
 }
 
 void require(const void* pointer, const char* name, std::int64_t batch) {

@@ -54,7 +54,7 @@ BatchView<const Real> view(const void* data, std::int64_t batch, int n, MemorySp
 }
 // SINKGRAD_C_FLOAT32 or SINKGRAD_C_FLOAT64.
 void check_dtype(int dtype);
-// batch >= 0, n >= 1, T >= 1.
+// 0 <= batch, 1 <= n <= 32768, batch n^2 <= 2^56, 1 <= T <= 10^6 (core/limits.hpp).
 void check_shape(std::int64_t batch, int n, int T);
 // A null pointer is refused unless the batch is empty.
 void require(const void* pointer, const char* name, std::int64_t batch);

@@ -4,6 +4,7 @@
 #include "capi/c_arguments.hpp"
 #include "core/device_runtime.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "sinkgrad/sinkgrad_c.h"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 
@@ -49,6 +50,8 @@ int replace_failures_checked(const char* function, int device, bool stream_order
     require(G, "G", batch);
     require(grad, "grad", batch);
     require(status, "status", batch);
+    // Not through BackwardSolver::solve, which refuses a thread count libgomp would crash on.
+    if (on == Device::cpu) limits::check_thread_count();
     if (dtype == SINKGRAD_C_FLOAT32)
       replace_failures<float>(on, batch, n, T, logits, G, grad, status, spec, stream, wait);
     else

@@ -233,6 +233,21 @@ int sinkgrad_solver_names(const char** names) {
   });
 }
 
+int sinkgrad_load_plugin_n(const char* path, int64_t length) {
+  return guarded("sinkgrad_load_plugin_n", [&] {
+    if (path == nullptr) throw Error("path is NULL");
+    if (length < 0 || length > 65536)
+      throw Error("length must be from 0 to 65536, got " + std::to_string(length));
+    // A path that ends early at a NUL names another file than the caller meant.
+    const std::string text(path, static_cast<std::size_t>(length));
+    if (text.find('\0') != std::string::npos)
+      throw Error("the path holds a NUL byte at offset " + std::to_string(text.find('\0')) +
+                  "; a file name cannot");
+    load_plugin_path();  // SINKGRAD_PLUGIN_PATH's plugins first, as the CLI loads them
+    load_plugin(text);
+  });
+}
+
 int sinkgrad_default_eps(const char* convention, double* eps) {
   return guarded("sinkgrad_default_eps", [&] {
     if (convention == nullptr || eps == nullptr) throw Error("convention and eps are required");

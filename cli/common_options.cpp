@@ -3,12 +3,13 @@
 #include <omp.h>
 
 #include "cli/command.hpp"
+#include "core/limits.hpp"
 #include "core/plugin_loader.hpp"
 
 namespace sinkgrad::cli {
 namespace {
 
-constexpr int max_threads = 1024;
+constexpr int max_threads = limits::max_threads;
 
 }  // namespace
 
@@ -17,7 +18,8 @@ po::options_description common_options_description() {
   options.add_options()                       //
       ("help,h", "print this help and exit")  //
       ("threads", po::value<int>()->value_name("N"),
-       "CPU threads for the batch loops (default: OMP_NUM_THREADS, else every core)")  //
+       "CPU threads for the batch loops, 1 to 1024 (default: OMP_NUM_THREADS, which must then "
+       "be at most 1024, else every core)")  //
       ("plugin", po::value<std::vector<std::string>>()->composing()->value_name("PATH"),
        "load solver plugins from a shared library or a directory of them (repeatable; also "
        "read from SINKGRAD_PLUGIN_PATH, colon-separated)");
@@ -39,7 +41,19 @@ CommonOptions read_common_options(const po::variables_map& values) {
 }
 
 void apply_common_options(const CommonOptions& options) {
-  if (options.threads > 0) omp_set_num_threads(options.threads);
+  // Before any OpenMP region: --threads replaces OMP_NUM_THREADS, and without it a value above
+  // the bound is refused here, at startup, rather than crashing libgomp in the first region
+  // (with an output file half written). Refused rather than capped: a silently different
+  // thread count would hide the mistake in timings.
+  if (options.threads > 0) {
+    omp_set_num_threads(options.threads);
+  } else {
+    try {
+      limits::check_thread_count();
+    } catch (const Error& error) {
+      throw UsageError(std::string(error.what()) + ", or give --threads N");
+    }
+  }
   load_configured_plugins(options.plugins);
 }
 

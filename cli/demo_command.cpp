@@ -12,6 +12,7 @@
 
 #include "cli/command.hpp"
 #include "cli/demo_report.hpp"
+#include "core/limits.hpp"
 #include "io/memory_budget.hpp"
 
 namespace sinkgrad::cli {
@@ -45,12 +46,16 @@ int run_demo_command(const po::variables_map& values) {
   settings.iterations = values["iterations"].as<std::vector<int>>();
   require_at_least(settings.sizes, 1, "--sizes");
   require_at_least(settings.iterations, 1, "--iterations");
-  for (const int T : settings.iterations)
-    if (T > 1000000)
-      throw UsageError("--iterations values must be <= 1000000, got " + std::to_string(T));
+  try {
+    for (const int n : settings.sizes) limits::check_batch_shape(batch, n);
+    for (const int T : settings.iterations)
+      limits::check_forward_iterations(T, "--iterations values");
+  } catch (const Error& error) {
+    throw UsageError(std::string("--batch/--sizes/--iterations: ") + error.what());
+  }
   settings.scale = values["scale"].as<double>();
-  if (!(settings.scale >= 0) || !std::isfinite(settings.scale))
-    throw UsageError("--scale must be a finite number >= 0");
+  if (!(settings.scale >= 0) || !(settings.scale <= limits::max_real))
+    throw UsageError("--scale must be a number from 0 to 3.4e38 (finite in float32)");
   try {
     settings.precision = parse_precision(values["dtype"].as<std::string>());
   } catch (const Error& error) {

@@ -13,6 +13,7 @@
 #include "cli/grad_solve.hpp"
 #include "cli/interrupt_cleanup.hpp"
 #include "cli/text_format.hpp"
+#include "core/limits.hpp"
 #include "core/solver_registry.hpp"
 #include "io/hdf5.hpp"
 
@@ -25,12 +26,11 @@ GradRequest read_request(const po::variables_map& values) {
   request.output = values["output"].as<std::string>();
   request.solver = values["solver"].as<std::string>();
   request.iterations = values["iterations"].as<int>();
-  if (request.iterations < 1)
-    throw UsageError("--iterations (the forward's T) must be >= 1, got " +
-                     std::to_string(request.iterations));
-  if (request.iterations > 1000000)
-    throw UsageError("--iterations (the forward's T) must be <= 1000000, got " +
-                     std::to_string(request.iterations));
+  try {
+    limits::check_forward_iterations(request.iterations, "--iterations (the forward's T)");
+  } catch (const Error& error) {
+    throw UsageError(error.what());
+  }
   try {
     if (values.count("dtype")) request.dtype = parse_precision(values["dtype"].as<std::string>());
   } catch (const Error& error) {

@@ -7,12 +7,17 @@
 namespace sinkgrad::cli {
 namespace {
 
-constexpr int handled_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int handled_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGSEGV,
+                                   SIGBUS, SIGFPE,  SIGILL, SIGABRT};
+constexpr int handled_count = sizeof handled_signals / sizeof handled_signals[0];
+static_assert(handled_count == 8, "RemoveOnInterrupt::previous_ holds one action per signal");
 
 // The handler may only touch async-signal-safe state: a fixed buffer and a flag.
 char armed_path[4096];
 volatile std::sig_atomic_t armed = 0;
 
+// For a fault (SIGSEGV, SIGBUS, ...) the raised signal stays blocked until the handler returns;
+// the faulting instruction then runs again and ends the process with the default action.
 extern "C" void remove_and_reraise(int signal_number) {
   if (armed) ::unlink(armed_path);
   std::signal(signal_number, SIG_DFL);
@@ -29,11 +34,11 @@ RemoveOnInterrupt::RemoveOnInterrupt(const std::string& path) {
   struct sigaction action {};
   action.sa_handler = remove_and_reraise;
   sigemptyset(&action.sa_mask);
-  for (int k = 0; k < 3; ++k) sigaction(handled_signals[k], &action, &previous_[k]);
+  for (int k = 0; k < handled_count; ++k) sigaction(handled_signals[k], &action, &previous_[k]);
 }
 
 RemoveOnInterrupt::~RemoveOnInterrupt() {
-  for (int k = 0; k < 3; ++k) sigaction(handled_signals[k], &previous_[k], nullptr);
+  for (int k = 0; k < handled_count; ++k) sigaction(handled_signals[k], &previous_[k], nullptr);
   armed = 0;
 }
 

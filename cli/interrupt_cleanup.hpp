@@ -1,7 +1,9 @@
 #pragma once
-// Removes a file if the process is interrupted (SIGINT, SIGTERM, SIGHUP) while the guard
-// lives, then lets the signal end the process as it would have. `grad` arms it for its
-// temporary output file, so that Ctrl-C leaves no hidden half-written file behind.
+// Removes a file if the process is interrupted (SIGINT, SIGTERM, SIGHUP) or crashes (SIGSEGV,
+// SIGBUS, SIGFPE, SIGILL, SIGABRT: a library or plugin fault, std::terminate) while the guard
+// lives, then lets the signal end the process as it would have (a core dump included). `grad`
+// arms it for its temporary output file, so that neither Ctrl-C nor a crash leaves a hidden
+// half-written file behind.
 // One guard at a time; the previous signal handlers come back when it is destroyed.
 
 #include <csignal>
@@ -17,7 +19,7 @@ class RemoveOnInterrupt {
   RemoveOnInterrupt& operator=(const RemoveOnInterrupt&) = delete;
 
  private:
-  struct sigaction previous_[3];
+  struct sigaction previous_[8];
 };
 
 }  // namespace sinkgrad::cli

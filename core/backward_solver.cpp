@@ -5,6 +5,7 @@
 
 #include "core/device_runtime.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "core/solve_diagnostics.hpp"
 #include "core/solver_contract.hpp"
 
@@ -92,12 +93,11 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
     throw Error("solver '" + name() + "' does not support " + std::string(to_string(precision)));
   if (!info_.supports(device))
     throw Error("solver '" + name() + "' does not run on " + std::string(to_string(device)));
-  if (problem.forward_iterations < 1)
-    throw Error("the forward iteration count T must be >= 1, got " +
-                std::to_string(problem.forward_iterations));
+  limits::check_forward_iterations(problem.forward_iterations, "the forward iteration count T");
   check_forward_spec(problem.forward);
   const BatchView<const Real> ref = problem.forward_output;
   if (ref.n < 1 || ref.batch < 0) throw Error("forward_output must hold B >= 0 matrices, n >= 1");
+  limits::check_batch_shape(ref.batch, ref.n);
   check_same_shape("grad_output", problem.grad_output, ref);
   check_same_shape("grad_logits", BatchView<const Real>(result.grad_logits), ref);
   if (problem.logits.data != nullptr || problem.logits.batch != 0)
@@ -125,6 +125,7 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   // drivers overwrite it.
   const SolveDiagnostics<Real>& diagnostics = result.diagnostics;
   if (device == Device::cpu) {
+    limits::check_thread_count();
     if (!all_in(MemorySpace::host, problem, result))
       throw Error("a solve on the cpu needs every batch in host memory");
     if (diagnostics.any()) store_diagnostics_on_host(problem.forward_output, diagnostics);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 
 namespace sinkgrad {
 
@@ -32,9 +33,12 @@ double default_forward_eps(ForwardConvention convention) {
 }
 
 void check_forward_spec(const ForwardSpec& spec) {
-  if (!std::isfinite(spec.eps) || spec.eps < 0) {
+  // At most float32's largest: the float32 forward converts eps, and an infinite one would
+  // zero every normaliser.
+  if (!std::isfinite(spec.eps) || spec.eps < 0 || spec.eps > limits::max_real) {
     std::ostringstream text;
-    text << "the forward's eps must be finite and >= 0, got " << spec.eps;
+    text << "the forward's eps must be finite and >= 0 (at most " << limits::max_real
+         << ", finite in float32), got " << spec.eps;
     throw Error(text.str());
   }
 }

@@ -22,7 +22,8 @@ namespace sinkgrad {
 class SolverRegistry;
 }
 
-#define SINKGRAD_PLUGIN_ABI_VERSION 3  // 2: BackwardProblem::stream; 3: BackwardResult::diagnostics
+// 2: BackwardProblem::stream; 3: BackwardResult::diagnostics; 4: OptionSpec::maximum
+#define SINKGRAD_PLUGIN_ABI_VERSION 4
 
 #if defined(_WIN32)
 #define SINKGRAD_PLUGIN_EXPORT extern "C" __declspec(dllexport)

@@ -13,6 +13,8 @@
 
 #include "core/error.hpp"
 #include "core/plugin_abi.hpp"
+#include "core/plugin_file_check.hpp"
+#include "core/solver_names.hpp"
 
 namespace sinkgrad {
 namespace {
@@ -47,16 +49,19 @@ std::string quoted(const std::string& path) {
   return "'" + path + "'";
 }
 
-// ELF (Linux), Mach-O (macOS): a file without the magic is not a shared library at all.
-bool has_shared_library_magic(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  unsigned char magic[4] = {0, 0, 0, 0};
-  file.read(reinterpret_cast<char*>(magic), sizeof magic);
-  if (file.gcount() != 4) return false;
-  const bool elf = magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
-  const bool mach_o = (magic[0] == 0xcf || magic[0] == 0xce) && magic[1] == 0xfa &&
-                      magic[2] == 0xed && magic[3] == 0xfe;
-  return elf || mach_o;
+// Calls a plugin's entry point. They are C functions, but a plugin written without
+// SINKGRAD_PLUGIN can still let a C++ exception out of one; it becomes an Error naming the
+// plugin and the entry point instead of reaching the caller as an anonymous exception.
+template <class Call>
+auto call_entry_point(const std::string& where, const char* symbol, Call&& call) {
+  const std::string prefix = "plugin " + where + ": its entry point " + symbol + " threw ";
+  try {
+    return call();
+  } catch (const std::exception& error) {
+    throw Error(prefix + "an exception across the C boundary: " + visible_text(error.what()));
+  } catch (...) {
+    throw Error(prefix + "something that is not a std::exception across the C boundary");
+  }
 }
 
 // dlopen handle that is closed unless released (a refused plugin is unloaded again).
@@ -94,10 +99,8 @@ std::string owner_of(const std::string& name, const std::vector<PluginRecord>& r
 PluginRecord open_and_register(const std::string& path, const SolverRegistry& target,
                                const std::vector<PluginRecord>& loaded) {
   const std::string where = quoted(path);
-  if (!has_shared_library_magic(path))
-    throw Error("plugin " + where +
-                " is not a shared library (no ELF header); a plugin is the shared library built "
-                "by a project that links sinkgrad::sinkgrad (see docs/adding-a-solver.md)");
+  check_plugin_file(path);
+  warn_if_world_writable(path);
 
   dlerror();  // clear a stale message
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -123,17 +126,22 @@ PluginRecord open_and_register(const std::string& path, const SolverRegistry& ta
                 "not export " +
                 missing + " (define them with SINKGRAD_PLUGIN(...) from core/plugin_abi.hpp)");
   }
-  if (const int found = version(); found != SINKGRAD_PLUGIN_ABI_VERSION)
+  if (const int found = call_entry_point(where, plugin_abi::version_symbol, version);
+      found != SINKGRAD_PLUGIN_ABI_VERSION)
     throw Error("plugin " + where + " was built for sinkgrad plugin ABI version " +
                 std::to_string(found) + ", but this sinkgrad loads version " +
                 std::to_string(SINKGRAD_PLUGIN_ABI_VERSION) +
                 "; rebuild the plugin against this sinkgrad installation");
 
   auto own_registry = std::make_shared<SolverRegistry>();
-  if (add_solvers(own_registry.get()) != 0) {
-    const char* reason = last_error != nullptr ? last_error() : nullptr;
+  const auto add = [&] { return add_solvers(own_registry.get()); };
+  if (call_entry_point(where, plugin_abi::register_symbol, add) != 0) {
+    const char* reason = last_error != nullptr
+                             ? call_entry_point(where, plugin_abi::error_symbol, last_error)
+                             : nullptr;
     throw Error("plugin " + where + " failed to register its solvers: " +
-                (reason != nullptr && *reason != '\0' ? reason : "it returned an error"));
+                (reason != nullptr && *reason != '\0' ? visible_text(reason)
+                                                      : std::string("it returned an error")));
   }
   const std::vector<std::string> names = own_registry->names();
   if (names.empty()) throw Error("plugin " + where + " registered no solver");

@@ -1,6 +1,7 @@
 #include "core/solver_options.hpp"
 
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <sstream>
 
@@ -22,24 +23,29 @@ bool parse_real(const std::string& text, double& value) {
   return !stream.fail() && stream.eof() && std::isfinite(value);
 }
 
-std::string format_minimum(double minimum) {
+// 1000000 rather than 1e+06: integer bounds are read by people typing integers.
+std::string format_bound(double bound) {
+  if (std::abs(bound) < 1e15 && bound == std::floor(bound))
+    return std::to_string(static_cast<long long>(bound));
   std::ostringstream out;
-  out << minimum;
+  out << bound;
   return out.str();
 }
 
 }  // namespace
 
 OptionSpec OptionSpec::integer(std::string name, std::string default_value, std::string description,
-                               double minimum, bool allows_auto) {
-  return {std::move(name), Kind::integer, std::move(default_value), std::move(description), {},
-          minimum,         allows_auto};
+                               double minimum, bool allows_auto, double maximum) {
+  return {
+      std::move(name), Kind::integer, std::move(default_value), std::move(description), {}, minimum,
+      allows_auto,     maximum};
 }
 
 OptionSpec OptionSpec::real(std::string name, std::string default_value, std::string description,
-                            double minimum, bool allows_auto) {
-  return {std::move(name), Kind::real, std::move(default_value), std::move(description), {},
-          minimum,         allows_auto};
+                            double minimum, bool allows_auto, double maximum) {
+  return {
+      std::move(name), Kind::real, std::move(default_value), std::move(description), {}, minimum,
+      allows_auto,     maximum};
 }
 
 OptionSpec OptionSpec::choice(std::string name, std::vector<std::string> choices,
@@ -51,17 +57,20 @@ OptionSpec OptionSpec::choice(std::string name, std::vector<std::string> choices
           std::move(description),
           std::move(choices),
           0,
-          false};
+          false,
+          0};
 }
 
 std::string OptionSpec::accepted() const {
   std::string text;
   switch (kind) {
     case Kind::integer:
-      text = "an integer >= " + format_minimum(minimum);
+      text = "an integer from " + format_bound(minimum) + " to " + format_bound(maximum);
       break;
     case Kind::real:
-      text = "a number >= " + format_minimum(minimum);
+      text = maximum == limits::max_real
+                 ? "a number >= " + format_bound(minimum) + " (finite in float32)"
+                 : "a number from " + format_bound(minimum) + " to " + format_bound(maximum);
       break;
     case Kind::choice:
       text = "one of:";
@@ -77,12 +86,15 @@ std::string OptionSpec::check(const std::string& value) const {
   switch (kind) {
     case Kind::integer: {
       long long parsed = 0;
-      if (parse_integer(value, parsed) && static_cast<double>(parsed) >= minimum) return {};
+      // from_chars refuses what overflows a long long: the value is never wrapped.
+      if (parse_integer(value, parsed) && static_cast<double>(parsed) >= minimum &&
+          static_cast<double>(parsed) <= maximum)
+        return {};
       break;
     }
     case Kind::real: {
       double parsed = 0;
-      if (parse_real(value, parsed) && parsed >= minimum) return {};
+      if (parse_real(value, parsed) && parsed >= minimum && parsed <= maximum) return {};
       break;
     }
     case Kind::choice:
@@ -127,6 +139,13 @@ long long OptionValues::integer(const std::string& name) const {
   if (!parse_integer(text(name), value))
     throw Error("option " + name + " = '" + text(name) + "' is not an integer");
   return value;
+}
+
+int OptionValues::integer_as_int(const std::string& name) const {
+  const long long value = integer(name);
+  if (value < INT_MIN || value > INT_MAX)
+    throw Error("option " + name + " = " + std::to_string(value) + " does not fit an int");
+  return static_cast<int>(value);
 }
 
 double OptionValues::real(const std::string& name) const {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/limits.hpp"
+
 namespace sinkgrad {
 
 struct OptionSpec {
@@ -17,11 +19,17 @@ struct OptionSpec {
   std::vector<std::string> choices;  // for Kind::choice
   double minimum = 0;                // for integer and real (inclusive)
   bool allows_auto = false;          // "auto": the solver picks a value from n and precision
+  // For integer and real (inclusive): every value is bounded, so that no option makes a call
+  // endless or overflows where the solver converts it (an int, the solve's precision).
+  double maximum = limits::max_real;
 
+  // maximum: at most limits::max_option_integer unless the solver says more (up to 2^53).
   static OptionSpec integer(std::string name, std::string default_value, std::string description,
-                            double minimum, bool allows_auto = false);
+                            double minimum, bool allows_auto = false,
+                            double maximum = double(limits::max_option_integer));
   static OptionSpec real(std::string name, std::string default_value, std::string description,
-                         double minimum, bool allows_auto = false);
+                         double minimum, bool allows_auto = false,
+                         double maximum = limits::max_real);
   static OptionSpec choice(std::string name, std::vector<std::string> choices,
                            std::string description);
 
@@ -41,6 +49,8 @@ class OptionValues {
   const std::string& text(const std::string& name) const;
   bool is_auto(const std::string& name) const { return text(name) == "auto"; }
   long long integer(const std::string& name) const;
+  // An integer option as an int; an Error (not a wrapped value) when it does not fit.
+  int integer_as_int(const std::string& name) const;
   double real(const std::string& name) const;
   const std::map<std::string, std::string>& all() const { return values_; }
 

@@ -1,6 +1,7 @@
 #include "core/solver_registry.hpp"
 
 #include "core/error.hpp"
+#include "core/solver_names.hpp"
 
 namespace sinkgrad {
 
@@ -12,7 +13,7 @@ SolverRegistry& SolverRegistry::global() {
 }
 
 void SolverRegistry::add(SolverInfo info, Factory factory) {
-  if (info.name.empty()) throw Error("a solver needs a name");
+  check_solver_info(info);
   if (entries_.count(info.name) != 0)
     throw Error("a solver named '" + info.name + "' is already registered");
   if (!factory) throw Error("solver '" + info.name + "' has no factory");

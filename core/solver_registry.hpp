@@ -18,7 +18,8 @@ class SolverRegistry {
   // The process-wide registry; the built-in solvers are in it once libsinkgrad is loaded.
   static SolverRegistry& global();
 
-  // Throws Error when the name is taken or empty.
+  // Throws Error when the name is taken, or when a name of the solver or its options is
+  // refused (core/solver_names.hpp: check_solver_info).
   void add(SolverInfo info, Factory factory);
 
   bool contains(const std::string& name) const;

@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/limits.hpp"
 #include "forward/convention_forward.hpp"
 #include "forward/convention_team.hpp"
 #include "forward/forward_lanes.hpp"
@@ -43,9 +44,10 @@ struct CpuForwardMatrices {
 
 void check_forward_call(index_t logits_batch, int logits_n, index_t R_batch, int R_n,
                         int iterations) {
-  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
+  limits::check_forward_iterations(iterations, "the forward iteration count T");
   if (logits_batch != R_batch || logits_n != R_n)
     throw Error("forward: logits and R must have the same shape");
+  limits::check_batch_shape(logits_batch, logits_n);
 }
 
 // The CPU's loop over a batch: forward(b, work) -> math::ForwardOutcome for matrix b, with
@@ -146,6 +148,7 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
   check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
   if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
     throw Error("forward on the cpu needs host memory");
+  limits::check_thread_count();
   return forward_cpu<Real, CpuForwardMatrices<Real>>(logits, iterations, R, column_violation);
 }
 
@@ -224,6 +227,7 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
   if (device == Device::cpu) {
     if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
       throw Error("forward on the cpu needs host memory");
+    limits::check_thread_count();
     if (logits.n > math::max_team_n)
       return convention_forward_cpu(logits, iterations, R, column_violation, forward);
     if (is_transposed_default_forward(forward))

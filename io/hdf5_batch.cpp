@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "io/memory_budget.hpp"
 
 namespace sinkgrad::h5 {
@@ -27,6 +28,11 @@ BatchInfo inspect_batch(const Group& group, const std::string& name) {
   if (info.shape[1] > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
       info.shape[0] > static_cast<std::size_t>(std::numeric_limits<index_t>::max() / 2))
     throw Error(dataset.describe() + " has shape " + info.shape_text() + ", which is too large");
+  try {
+    limits::check_batch_shape(static_cast<index_t>(info.shape[0]), static_cast<int>(info.shape[1]));
+  } catch (const Error& error) {
+    throw Error(dataset.describe() + " has shape " + info.shape_text() + ": " + error.what());
+  }
   if (info.type != ElementType::float32 && info.type != ElementType::float64)
     throw Error(dataset.describe() + " holds " + info.type_name +
                 " elements, expected float32 or float64");

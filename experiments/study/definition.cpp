@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "core/limits.hpp"
 #include "experiments/study/definition_entries.hpp"
 #include "experiments/study/definition_reader.hpp"
 #include "experiments/study/definition_sections.hpp"
@@ -23,9 +25,17 @@ StudyDefinition parse_definition(const std::string& file_text, const std::string
   const std::string text = bom ? file_text.substr(3) : file_text;
   check_text(text, source);
   std::map<std::string, std::string> entries = read_entries(text, source);
-  // Each override is checked on its own first, so that an unknown key names the override.
+  // Each override is checked on its own first, so that an unknown key names the override; a
+  // key given twice on the command line is refused as in a file.
+  std::set<std::string> overridden;
   for (const std::string& given : overrides) {
+    check_override_text(given, source);
     const auto [key, value] = parse_override(given);
+    if (!overridden.insert(key).second)
+      throw DefinitionError("definition " + source + ": override '" + given +
+                            "': " + key_label(key) +
+                            " is given twice on the command line; give each key once (a list "
+                            "is comma-separated)");
     check_keys(Reader(source + " (override '" + given + "')", {{key, value}}), registry);
     entries[key] = value;
   }
@@ -53,6 +63,12 @@ StudyDefinition parse_definition(const std::string& file_text, const std::string
       definition.sizes.push_back(static_cast<int>(n));
     }
   definition.batch = reader.integer("inputs.batch", reader.single("inputs.batch"), 1);
+  try {
+    for (const int n : definition.sizes.empty() ? std::vector<int>{1} : definition.sizes)
+      limits::check_batch_shape(definition.batch, n);
+  } catch (const Error& error) {
+    reader.fail("inputs.batch", error.what());
+  }
   if (reader.has("inputs.seed"))
     for (const long long seed : reader.integers("inputs.seed", 0))
       definition.seeds.push_back(static_cast<std::uint64_t>(seed));
@@ -119,9 +135,12 @@ StudyDefinition parse_definition(const std::string& file_text, const std::string
     definition.iterate_errors = parse_bool(reader, "measure.iterate_errors");
   if (reader.has("measure.timing_repeats")) {
     const std::string key = "measure.timing_repeats";
-    definition.timing_repeats = static_cast<int>(reader.integer(key, reader.single(key), 1));
-    if (definition.timing_repeats > 1000 || definition.timing_repeats < 1)
-      reader.fail(key, "at most 1000; allowed: " + reader.allowed(key));
+    // Checked as the long long it was read as: a cast first would turn 2^32 + 1 into 1.
+    const long long repeats = reader.integer(key, reader.single(key), 1);
+    if (repeats > 1000)
+      reader.fail(key, "'" + std::to_string(repeats) +
+                           "' is above 1000; allowed: " + reader.allowed(key) + ", at most 1000");
+    definition.timing_repeats = static_cast<int>(repeats);
   }
   return definition;
 }

@@ -67,11 +67,29 @@ std::pair<std::string, std::string> parse_override(const std::string& text) {
   const std::string key = equals == std::string::npos ? "" : trim(text.substr(0, equals));
   const auto dot = key.rfind('.');
   if (key.empty() || dot == std::string::npos || dot == 0 || dot + 1 == key.size() ||
-      key.find_first_of(" \t[]") != std::string::npos)
+      key.find_first_of(" \t[]#;=") != std::string::npos)
     throw DefinitionError("override '" + text +
                           "' is not section.key=value (e.g. inputs.n=4 or "
                           "solver.cg_corrected.max_iterations=8,16)");
-  return {key, trim(text.substr(equals + 1))};
+  const std::string value = trim(text.substr(equals + 1));
+  // The log stores the definition after the overrides as INI text, and --resume reads it back:
+  // an override must therefore mean the same as the line "key = value" of a file (a '#'
+  // there starts a comment), or the stored definition would never match again.
+  // Appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "[" + substr(...).
+  std::string line = "[";
+  line.append(key, 0, dot).append("]\n").append(key, dot + 1).append(" = ").append(value);
+  line += '\n';
+  Entries read;
+  try {
+    read = read_entries(line, "override");
+  } catch (const DefinitionError&) {
+  }
+  const auto found = read.find(key);
+  if (read.size() != 1 || found == read.end() || trim(found->second) != value)
+    throw DefinitionError("override '" + text + "' does not read back as the definition line '" +
+                          key.substr(dot + 1) + " = " + value +
+                          "' (a '#' starts a comment there); give a value a file could hold");
+  return {key, value};
 }
 
 std::string canonical_value(const std::string& value) {

@@ -47,4 +47,23 @@ void check_text(const std::string& text, const std::string& source) {
   }
 }
 
+void check_override_text(const std::string& override_text, const std::string& source) {
+  std::string shown;
+  for (const char c : override_text)
+    shown += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+  const std::string where = "definition " + source + ": override '" + shown + "'";
+  for (std::size_t i = 0; i < override_text.size();) {
+    const auto c = static_cast<unsigned char>(override_text[i]);
+    const std::size_t length = utf8_length(override_text, i);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", c);
+    if (length == 0) throw DefinitionError(where + ": byte " + hex + " is not UTF-8");
+    if (c < 0x20 || c == 0x7f)
+      throw DefinitionError(where + ": control character " + hex +
+                            (c == '\n' || c == '\r' ? " (a line break)" : "") +
+                            "; an override is one line of text");
+    i += length;
+  }
+}
+
 }  // namespace sinkgrad::study

@@ -10,4 +10,10 @@ namespace sinkgrad::study {
 // Throws DefinitionError "definition SOURCE: line K: ..." for the first offending byte.
 void check_text(const std::string& text, const std::string& source);
 
+// An override (`sinkgrad run DEF.ini key=value`) is one line of a definition: the same checks,
+// and no control character at all (a line break in one would store a definition that no longer
+// parses, making its log unresumable). Throws DefinitionError naming the override, its
+// control characters shown as '?'.
+void check_override_text(const std::string& override_text, const std::string& source);
+
 }  // namespace sinkgrad::study

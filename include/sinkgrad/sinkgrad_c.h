@@ -11,8 +11,20 @@
  * dtype:  SINKGRAD_C_FLOAT32 (4) or SINKGRAD_C_FLOAT64 (8): the element size in bytes.
  *
  * Every function returns 0 on success and non-zero on error; nothing is thrown across the
- * boundary. On error, sinkgrad_last_error() gives the message (per thread; it stays until the
- * next error on that thread). */
+ * boundary (nor out of the library's OpenMP regions: a failed allocation there is an error
+ * too). On error, sinkgrad_last_error() gives the message (per thread; it stays until the
+ * next error on that thread).
+ *
+ * Bounds (core/limits.hpp), each refused with a message naming the argument and the value:
+ *   batch  0 .. 2^63 - 1, and batch * n * n <= 2^56 elements;
+ *   n      1 .. 32768;
+ *   T      1 .. 1000000 forward iterations;
+ *   eps    finite, >= 0 and at most 3.4e38 (finite in float32);
+ *   options  an integer option from its minimum to its maximum (CG's max_iterations: 1 to
+ *          1000000, `sinkgrad solvers` lists each); a real option finite in float32;
+ *   threads  the OpenMP thread count (OMP_NUM_THREADS, omp_set_num_threads) at most 1024: a
+ *          computing call refuses a larger one before any thread is started (libgomp
+ *          crashes with tens of thousands). */
 #ifndef SINKGRAD_C_H
 #define SINKGRAD_C_H
 
@@ -76,8 +88,18 @@ SINKGRAD_C_API int sinkgrad_check_solver(const char* solver, const char* options
  * SINKGRAD_PLUGIN_PATH (files and directories, colon-separated) is honoured as the command-line
  * tool honours it: its plugins are loaded by the first call that looks a solver up (a solve,
  * sinkgrad_check_solver, sinkgrad_solver_names) or loads a plugin, before anything else; when
- * one is refused, that call and every later one of them fails with the loader's reason. */
+ * one is refused, that call and every later one of them fails with the loader's reason. Before the
+ * library is mapped, the file is checked: a regular file whose ELF header matches this machine
+ * (class, byte order, processor, a shared object) and whose program headers, segments and
+ * section headers lie within the file (a truncated library is refused, not mapped: that would
+ * kill the process with SIGBUS); a file or directory writable by every user gives a warning on
+ * stderr. The solver and option names it registers are checked (printable ASCII, no blanks or
+ * separators, not "all", no option declared twice); a refusal names the file and the name.
+ * `path` is a NUL-terminated string and ends at its first NUL: a caller holding a path with
+ * its length (Python bytes, a C++ string) calls sinkgrad_load_plugin_n instead, which refuses
+ * a path with a NUL inside its `length` bytes (0 to 65536) rather than loading another file. */
 SINKGRAD_C_API int sinkgrad_load_plugin(const char* path);
+SINKGRAD_C_API int sinkgrad_load_plugin_n(const char* path, int64_t length);
 
 /* The registered solvers' names, sorted and comma-separated (the built-ins, SINKGRAD_PLUGIN_PATH's
  * and those of sinkgrad_load_plugin), in *names: this thread's text, valid until its next call. */

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/backward_problem.hpp"
+#include "kernels/cpu/parallel_failure.hpp"
 
 namespace sinkgrad {
 
@@ -25,17 +26,21 @@ void record(const BackwardResult<Real>& result, index_t b, MatrixOutcome outcome
     result.diagnostics.relative_residual[b] = Real(outcome.residual);
 }
 
-// per_matrix(b, work, history) -> MatrixOutcome; history is null unless recording.
+// per_matrix(b, work, history) -> MatrixOutcome; history is null unless recording. What the
+// workspace or a matrix throws is rethrown after the parallel region (parallel_failure.hpp).
 template <class Real, class PerMatrix>
 void solve_each_matrix_on_cpu(const BackwardResult<Real>& result, index_t batch,
                               std::size_t workspace, PerMatrix per_matrix) {
+  ParallelFailure failure;
 #pragma omp parallel
   {
-    std::vector<Real> work(workspace);
+    std::vector<Real> work;
+    failure.run([&] { work.resize(workspace); });
 #pragma omp for schedule(static)
     for (index_t b = 0; b < batch; ++b)
-      record(result, b, per_matrix(b, work.data(), history_of(result, b)));
+      failure.run([&] { record(result, b, per_matrix(b, work.data(), history_of(result, b))); });
   }
+  failure.rethrow();
 }
 
 }  // namespace sinkgrad

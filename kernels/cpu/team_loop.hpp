@@ -3,12 +3,14 @@
 // thread owning all n rows) whose vectors live on the stack, sized for n at compile time.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <type_traits>  // std::type_identity, std::integral_constant
 #include <vector>
 
 #include "core/error.hpp"
 #include "kernels/cpu/batch_loop.hpp"
+#include "kernels/cpu/parallel_failure.hpp"
 #include "kernels/lanes.hpp"
 #include "kernels/team.hpp"
 
@@ -58,25 +60,32 @@ void solve_each_matrix_with_team(const BackwardResult<Real>& result, index_t bat
 // group(first, scratch) handles matrices first .. first + W - 1 and returns the mask of those it
 // finished (bit w: matrix first + w); one(b, scratch) handles each of the others, the last
 // batch % W, and every matrix when not grouped. make_scratch() gives each thread its scratch.
+// What the scratch or a matrix throws is rethrown after the parallel region
+// (parallel_failure.hpp).
 template <int W, class MakeScratch, class Group, class One>
 void each_in_lane_groups(index_t batch, bool grouped, MakeScratch make_scratch, Group group,
                          One one) {
   const index_t groups = grouped ? batch / W : 0;
   const index_t singles = batch - groups * W;
+  ParallelFailure failure;
 #pragma omp parallel
   {
-    auto scratch = make_scratch();
+    std::optional<decltype(make_scratch())> scratch;
+    failure.run([&] { scratch.emplace(make_scratch()); });
 #pragma omp for schedule(static)
     for (index_t g = 0; g < groups + singles; ++g) {
-      if (g >= groups) {
-        one(groups * W + (g - groups), scratch);
-        continue;
-      }
-      const unsigned done = group(g * W, scratch);
-      for (int w = 0; w < W; ++w)
-        if (!(done >> w & 1)) one(g * W + w, scratch);
+      failure.run([&] {
+        if (g >= groups) {
+          one(groups * W + (g - groups), *scratch);
+          return;
+        }
+        const unsigned done = group(g * W, *scratch);
+        for (int w = 0; w < W; ++w)
+          if (!(done >> w & 1)) one(g * W + w, *scratch);
+      });
     }
   }
+  failure.rethrow();
 }
 
 // A thread's scratch for each_in_lane_groups: Lanes for a group, Reals for one matrix.

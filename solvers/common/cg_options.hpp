@@ -37,7 +37,7 @@ math::CgSettings<Real> cg_settings(const OptionValues& options, int n, int auto_
   math::CgSettings<Real> settings{};
   settings.max_iterations = options.is_auto("max_iterations")
                                 ? auto_iterations
-                                : static_cast<int>(options.integer("max_iterations"));
+                                : options.integer_as_int("max_iterations");
   settings.tolerance = options.is_auto("tolerance") ? auto_cg_tolerance<Real>()
                                                     : static_cast<Real>(options.real("tolerance"));
   settings.floor_factor =

@@ -15,6 +15,8 @@
 // With project=true (the default) the gradient is then projected onto the forward's invariant
 // subspace (solvers/common/invariant_side.hpp).
 
+#include <optional>
+
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
 #include "kernels/cpu/batch_loop.hpp"
@@ -91,18 +93,23 @@ class DirectSolver : public SolverVariants<DirectSolver> {
                       math::GradientSide side) const {
     const int n = problem.grad_output.n;
     const index_t batch = problem.grad_output.batch;
+    ParallelFailure failure;  // Eigen allocates: a bad_alloc must not leave the region
 #pragma omp parallel
     {
-      DenseWorkspace<Real> workspace(n);
+      std::optional<DenseWorkspace<Real>> workspace;
+      failure.run([&] { workspace.emplace(n); });
 #pragma omp for schedule(static)
       for (index_t b = 0; b < batch; ++b) {
-        const MatrixOutcome outcome = math::eigen_direct_matrix(
-            problem.forward_output.matrix(b), problem.grad_output.matrix(b),
-            result.grad_logits.matrix(b), n, system_, workspace, side);
-        result.status[b] = outcome.status;
-        result.iterations[b] = outcome.iterations;
+        failure.run([&] {
+          const MatrixOutcome outcome = math::eigen_direct_matrix(
+              problem.forward_output.matrix(b), problem.grad_output.matrix(b),
+              result.grad_logits.matrix(b), n, system_, *workspace, side);
+          result.status[b] = outcome.status;
+          result.iterations[b] = outcome.iterations;
+        });
       }
     }
+    failure.rethrow();
   }
 
   SchurSystem system_;

@@ -156,7 +156,7 @@ TEST_F(GradErrors, UnknownOption) {
 TEST_F(GradErrors, BadOptionValues) {
   expect_rejected(
       {"--input", file("good.h5"), "--solver", "cg_plain", "--option", "max_iterations=0"},
-      exit_usage, {"max_iterations", "'0' is not an integer >= 1"});
+      exit_usage, {"max_iterations", "'0' is not an integer from 1 to 1000000"});
   expect_rejected(
       {"--input", file("good.h5"), "--solver", "cg_plain", "--option", "tolerance=small"},
       exit_usage, {"tolerance", "'small'"});

@@ -180,7 +180,7 @@ TEST(Definition, EveryMistakeIsRejectedWithItsMessage) {
        {"[solver.cg_corrected] max_iter", "unknown option 'max_iter'", "max_iterations"}},
       {"option value of the wrong type",
        base + "[solver.cg_corrected]\nmax_iterations = 0\n",
-       {"[solver.cg_corrected] max_iterations", "'0' is not an integer >= 1 or auto"}},
+       {"[solver.cg_corrected] max_iterations", "'0' is not an integer from 1 to 1000000 or auto"}},
       {"option choice not offered",
        with("use", "use = cg_plain") + "[solver.cg_plain]\n"
                                        "system = dense\n",

@@ -70,7 +70,13 @@ TEST(ApiErrors, BadOptionValuesSayWhatIsAccepted) {
         [&] {
           create(solver, {{"max_iterations", "0"}});
         },
-        {"max_iterations", "'0'", ">= 1", "auto"});
+        {"max_iterations", "'0'", "from 1 to 1000000", "auto"});
+    // Bounded and never narrowed: 2^32 + 1 is not read as 1.
+    expect_error(
+        [&] {
+          create(solver, {{"max_iterations", "4294967297"}});
+        },
+        {"max_iterations", "'4294967297'", "from 1 to 1000000"});
     expect_error(
         [&] {
           create(solver, {{"max_iterations", "2.5"}});

@@ -30,7 +30,7 @@ TEST(PluginCli, SolversListsThePluginSolverWithItsOption) {
   const CliResult listed = run_cli({"solvers", "--plugin", example_plugin});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_TRUE(contains(listed.out, "truncated_unrolled\n")) << listed.out;
-  EXPECT_TRUE(contains(listed.out, "k (default 1; an integer >= 1)")) << listed.out;
+  EXPECT_TRUE(contains(listed.out, "k (default 1; an integer from 1 to 1000000)")) << listed.out;
   EXPECT_TRUE(contains(listed.out, "unrolled\n")) << listed.out;  // built-ins stay
 
   const CliResult without = run_cli({"solvers", "--names"});
