@@ -95,7 +95,9 @@ void check_iterates(const SolverConfig& config, int n, int T, double scale, Forw
     }
   }
   // n = 2: the corrected system has rank one, and CG ends after its first step.
-  if (n > 2) EXPECT_GT(checked, 0);
+  if (n > 2) {
+    EXPECT_GT(checked, 0);
+  }
 }
 
 TEST(CgIterates, EveryIterateIsTheSolveStoppedThere) {
