@@ -9,8 +9,9 @@ Environment:
                               second compilation); it is brought up to date first, which is a
                               no-op when it is. Default: a fresh build directory, removed after.
   SINKGRAD_CMAKE_ARGS         more CMake arguments for the fresh build (scripts/setup.sh's
-                              variable), e.g. "-DSINKGRAD_CUDA=OFF"; by default CUDA is AUTO,
-                              built when nvcc is found (also /usr/local/cuda/bin/nvcc).
+                              variable), e.g. "-DSINKGRAD_CUDA=ON"; by default CUDA is AUTO,
+                              built when nvcc is found (also /usr/local/cuda/bin/nvcc) and the
+                              machine has an NVIDIA GPU.
   CMAKE_BUILD_PARALLEL_LEVEL  build jobs (default: every CPU).
 
 Setuptools' own build folder is a temporary directory, not build/, which is CMake's by the
