@@ -3,6 +3,7 @@
 // and the converged one), summarised per iteration count k as the median over the batch: the
 // gradient a solve stopped after k iterations returns.
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,15 @@ namespace sinkgrad::study {
 template <class Real>
 class IterateErrors final : public IterateSink<Real> {
  public:
+  // It keeps two errors per matrix and iteration: K x B of them. Above this many bytes a run
+  // scores its iterates by re-solving instead (slower, but in the memory of one solve).
+  static constexpr std::size_t max_bytes = std::size_t(256) << 20;
+  static bool fits(int K, index_t batch) {
+    return K > 0 && batch > 0 &&
+           static_cast<double>(K) * static_cast<double>(batch) * 2 * sizeof(double) <=
+               static_cast<double>(max_bytes);
+  }
+
   // K: the most iterations a matrix may take (the solve's history length - 1).
   IterateErrors(int K, const HostBatch<double>& unrolled, const HostBatch<double>& converged);
   void gradient(index_t b, int k, const Real* g) override;

@@ -131,7 +131,8 @@ RunRecord Runner::measure(const RunSpec& run, const HostBatch<double>& logits64,
   const bool score_iterates =
       stride > 0 && definition_.iterate_errors && run.options.count("max_iterations") > 0;
   std::optional<IterateErrors<Real>> iterates;
-  if (score_iterates && solver->reports_iterates(run.device)) {
+  if (score_iterates && solver->reports_iterates(run.device) &&
+      IterateErrors<Real>::fits(stride - 1, batch)) {
     iterates.emplace(stride - 1, unrolled, converged.gradient);
     result.iterates = &*iterates;
   }

@@ -90,5 +90,16 @@ TEST(IterateErrors, FromTheSolvesOwnIteratesAsFromResolving) {
     }
 }
 
+// The record of every iterate is K x B pairs of doubles; a run whose record would not fit
+// scores by re-solving instead.
+TEST(IterateErrors, FitsOnlyWithinItsMemory) {
+  EXPECT_TRUE(IterateErrors<double>::fits(64, index_t(1) << 16));  // 64 MiB
+  EXPECT_TRUE(IterateErrors<float>::fits(2048, 8192));             // 256 MiB
+  EXPECT_FALSE(IterateErrors<float>::fits(2049, 8192));
+  EXPECT_FALSE(IterateErrors<double>::fits(1000000, 4096));  // 61 GiB
+  EXPECT_FALSE(IterateErrors<double>::fits(1000000, index_t(1) << 40));
+  EXPECT_FALSE(IterateErrors<double>::fits(0, 10));
+}
+
 }  // namespace
 }  // namespace sinkgrad::study
