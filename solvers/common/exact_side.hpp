@@ -54,20 +54,11 @@ void solve_on_exact_rows_cpu(const BackwardProblem<Real>& problem,
 // gradient of every iterate, which the solver forms in the matrix's gradient, handed to
 // result.iterates.
 template <class Real>
-struct IterateRecord {
+struct IterateRecord : math::ResidualHistory<Real> {
   static constexpr bool wants_iterates = true;
-  math::ResidualHistory<Real> history;
   IterateSink<Real>* sink;
   index_t b;
   const Real* gradient;
-  template <class Team>
-  void begin(const Team& team, int max_iterations) const {
-    history.begin(team, max_iterations);
-  }
-  template <class Team>
-  void residual(const Team& team, int k, Real rr, Real unscale) const {
-    history.residual(team, k, rr, unscale);
-  }
   template <class Team>
   void gradient_formed(const Team&, int k) const {
     sink->gradient(b, k, gradient);

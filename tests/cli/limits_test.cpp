@@ -15,10 +15,6 @@
 namespace sinkgrad::testing {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 class Limits : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -20,10 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 // `sinkgrad solvers --plugin PATH` must refuse: exit 1, one line naming the file and `part`,
 // no signal, no hang, nothing on stdout.
 void expect_plugin_refused(const std::string& path, const std::string& part) {

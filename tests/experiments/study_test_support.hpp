@@ -5,12 +5,11 @@
 #include <string>
 
 #include "io/hdf5.hpp"
+#include "tests/cli/cli_test_support.hpp"
 
 namespace sinkgrad::study::testing {
 
-inline bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using sinkgrad::testing::contains;
 
 // Four runs on the cpu in well under a second: T = 1, 2 for two solvers.
 inline const std::string tiny =

@@ -22,10 +22,6 @@ namespace {
 
 const std::string example_plugin = SINKGRAD_TEST_EXAMPLE_PLUGIN;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 TEST(PluginCli, SolversListsThePluginSolverWithItsOption) {
   const CliResult listed = run_cli({"solvers", "--plugin", example_plugin});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
