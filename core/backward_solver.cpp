@@ -47,6 +47,10 @@ bool SolverInfo::supports(Precision precision) const {
 BackwardSolver::BackwardSolver(SolverInfo info, OptionValues options)
     : info_(std::move(info)), options_(std::move(options)) {}
 
+void mark_from_plugin(BackwardSolver& solver) {
+  solver.from_plugin_ = true;
+}
+
 int BackwardSolver::history_length(int /*n*/, Precision /*precision*/) const {
   return 0;
 }
@@ -139,8 +143,13 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   if (all_in(MemorySpace::device, problem, result)) {
     if (diagnostics.any())
       device::store_diagnostics(problem.forward_output, diagnostics, problem.stream);
+    if (from_plugin_) device::mark_not_written(result, problem.stream);
     behind_exception_boundary(*this, [&] { solve_cuda(problem, result); });
     if (wait) device::synchronize(what);
+    if (!from_plugin_) return;
+    BreachReport first;
+    device::check_output(result, problem.stream, wait ? &first : nullptr);
+    if (first.matrix >= 0) throw Error(breach_message(*this, first.matrix, first.breach));
     return;
   }
   if (!wait) throw Error("a stream-ordered solve on cuda needs every batch in device memory");

@@ -33,6 +33,9 @@ class BackwardSolver {
   const SolverInfo& info() const { return info_; }
   const std::string& name() const { return info_.name; }
   const OptionValues& options() const { return options_; }
+  // Whether the solver comes from a plugin: its results in device memory are checked on the GPU
+  // as well (core/solver_contract.hpp); the plugin loader marks it (mark_from_plugin).
+  bool from_plugin() const { return from_plugin_; }
 
   // Entries of residual history per matrix for size n (0 for a solver that does not iterate).
   virtual int history_length(int n, Precision precision) const;
@@ -83,8 +86,13 @@ class BackwardSolver {
   void checked_solve(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                      Device device, bool wait = true) const;
 
+  friend void mark_from_plugin(BackwardSolver& solver);
+
   SolverInfo info_;
   OptionValues options_;
+  bool from_plugin_ = false;
 };
+
+void mark_from_plugin(BackwardSolver& solver);
 
 }  // namespace sinkgrad

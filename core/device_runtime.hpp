@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/backward_problem.hpp"
+#include "core/solver_contract.hpp"
 
 namespace sinkgrad::device {
 
@@ -33,5 +34,15 @@ void solve_staged(const BackwardProblem<Real>& problem, const BackwardResult<Rea
 template <class Real>
 void store_diagnostics(BatchView<const Real> R, const SolveDiagnostics<Real>& diagnostics,
                        void* stream);
+
+// The output contract on a result in device memory (core/solver_contract.hpp), on `stream`:
+// mark_not_written before the solve (status and iterations -1, gradient NaN); check_output
+// after it: a matrix that breaks the contract becomes breakdown with a NaN gradient, and one
+// with a non-finite gradient under a success or not_converged becomes breakdown. Both return
+// without waiting, except check_output with `first` given: it waits and stores the first breach.
+template <class Real>
+void mark_not_written(const BackwardResult<Real>& result, void* stream);
+template <class Real>
+void check_output(const BackwardResult<Real>& result, void* stream, BreachReport* first);
 
 }  // namespace sinkgrad::device

@@ -22,8 +22,9 @@ namespace sinkgrad {
 class SolverRegistry;
 }
 
-// 2: BackwardProblem::stream; 3: BackwardResult::diagnostics; 4: OptionSpec::maximum
-#define SINKGRAD_PLUGIN_ABI_VERSION 4
+// 2: BackwardProblem::stream; 3: BackwardResult::diagnostics; 4: OptionSpec::maximum;
+// 5: BackwardResult::iterates, BackwardSolver::reports_iterates and from_plugin
+#define SINKGRAD_PLUGIN_ABI_VERSION 5
 
 #if defined(_WIN32)
 #define SINKGRAD_PLUGIN_EXPORT extern "C" __declspec(dllexport)

@@ -161,7 +161,9 @@ void add_to_target(const PluginRecord& record, SolverRegistry& target) {
   for (const auto& name : record.loaded.solvers) {
     std::shared_ptr<SolverRegistry> source = record.own_registry;
     target.add(source->info(name), [source, name](const OptionValues& options) {
-      return source->create(name, options.all());
+      std::unique_ptr<BackwardSolver> solver = source->create(name, options.all());
+      mark_from_plugin(*solver);
+      return solver;
     });
   }
 }

@@ -41,6 +41,31 @@ void mark_not_written(const BackwardResult<Real>& result) {
   std::fill(result.iterations, result.iterations + gradient.batch, -1);
 }
 
+std::string breach_message(const BackwardSolver& solver, index_t matrix, Breach breach,
+                           std::int32_t status, std::int32_t iterations) {
+  const std::string head = what_failed(solver) + " broke its output contract: ";
+  const std::string which = "matrix " + std::to_string(matrix);
+  switch (breach) {
+    case Breach::status_not_written:
+      return head + "it did not write the status of " + which;
+    case Breach::unknown_status:
+      return head + which + " has " +
+             (status == not_known ? std::string("a status code")
+                                  : "status code " + std::to_string(status)) +
+             " outside the known codes 0.." + std::to_string(status_count - 1);
+    case Breach::iterations_not_written:
+      return head + "it did not write the iteration count of " + which;
+    case Breach::negative_iterations:
+      return head + which + " reports " +
+             (iterations == not_known ? std::string("a negative number of")
+                                      : std::to_string(iterations)) +
+             " iterations (must be >= 0)";
+    case Breach::none:
+      break;
+  }
+  return head + which;
+}
+
 template <class Real>
 index_t check_solver_output(const BackwardSolver& solver, const BackwardResult<Real>& result) {
   const BatchView<Real> gradient = result.grad_logits;
@@ -48,29 +73,13 @@ index_t check_solver_output(const BackwardSolver& solver, const BackwardResult<R
   const auto entries = static_cast<index_t>(gradient.n) * gradient.n;
   index_t demoted = 0;
   for (index_t b = 0; b < gradient.batch; ++b) {
-    const auto code = static_cast<std::int32_t>(result.status[b]);
-    if (code == -1)
-      throw Error(what_failed(solver) + " broke its output contract: it did not write the " +
-                  "status of matrix " + std::to_string(b));
-    if (code < 0 || code >= status_count)
-      throw Error(what_failed(solver) + " broke its output contract: matrix " + std::to_string(b) +
-                  " has status code " + std::to_string(code) + " (known codes are 0.." +
-                  std::to_string(status_count - 1) + ")");
-    if (result.iterations[b] == -1)
-      throw Error(what_failed(solver) + " broke its output contract: it did not write the " +
-                  "iteration count of matrix " + std::to_string(b));
-    if (result.iterations[b] < 0)
-      throw Error(what_failed(solver) + " broke its output contract: matrix " + std::to_string(b) +
-                  " reports " + std::to_string(result.iterations[b]) +
-                  " iterations (must be >= 0)");
-    if (!is_success(result.status[b]) && result.status[b] != SolveStatus::not_converged) continue;
-    const Real* values = gradient.data + b * entries;
-    for (index_t k = 0; k < entries; ++k)
-      if (!std::isfinite(values[k])) {
-        result.status[b] = SolveStatus::breakdown;
-        ++demoted;
-        break;
-      }
+    const auto written = static_cast<std::int32_t>(result.status[b]);
+    bool demoted_here = false;
+    const Breach breach = check_matrix_output(result.status[b], result.iterations[b],
+                                              gradient.data + b * entries, entries, demoted_here);
+    if (breach != Breach::none)
+      throw Error(breach_message(solver, b, breach, written, result.iterations[b]));
+    demoted += demoted_here ? 1 : 0;
   }
   return demoted;
 }

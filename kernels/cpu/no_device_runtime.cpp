@@ -36,4 +36,18 @@ void store_diagnostics(BatchView<const Real>, const SolveDiagnostics<Real>&, voi
 template void store_diagnostics(BatchView<const float>, const SolveDiagnostics<float>&, void*);
 template void store_diagnostics(BatchView<const double>, const SolveDiagnostics<double>&, void*);
 
+template <class Real>
+void mark_not_written(const BackwardResult<Real>&, void*) {
+  no_cuda();
+}
+template <class Real>
+void check_output(const BackwardResult<Real>&, void*, BreachReport*) {
+  no_cuda();
+}
+
+template void mark_not_written(const BackwardResult<float>&, void*);
+template void mark_not_written(const BackwardResult<double>&, void*);
+template void check_output(const BackwardResult<float>&, void*, BreachReport*);
+template void check_output(const BackwardResult<double>&, void*, BreachReport*);
+
 }  // namespace sinkgrad::device

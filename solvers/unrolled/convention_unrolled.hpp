@@ -1,24 +1,41 @@
 #pragma once
 // Per-matrix unrolled backward of every forward convention (forward/convention_forward.hpp),
-// shared by the CPU and CUDA variants: the exact derivative of the computed forward, eps
-// included.
+// one matrix at a time, shared by the CPU and CUDA variants above the team sizes: the exact
+// derivative of the computed forward, eps included.
 //
-// The replay is the log-space one of unrolled_math.hpp. With W = X ⊙ dL/dX, reversing
-// X = Y / (Y.sum(axis) + eps) gives W_Y = W - X ⊙ (W summed along the axis, broadcast back):
-// d log(s + eps) / d log Y = Y / (s + eps) = X, so eps changes the iterates but not the form.
-// The iterates are exp(log B + f 1^T + 1 g^T), so only the potentials after every step are
-// kept (2n(T + 1) Reals). The sweep ends with W = dL/d log B: that is dL/dM for B = exp(M);
-// for tilekernels' B = S + eps (S = softmax_rows(M)), W_S = W ⊙ S / (S + eps) and then the
-// softmax's own reverse, dL/dM = W_S - S ⊙ (W_S 1) 1^T.
+// Every iterate is X = exp(log B + f 1^T + 1 g^T) (B = exp(M), or tilekernels' softmax base),
+// so the adjoint is propagated in log space: W = X ⊙ dL/dX, the gradient with respect to log X.
+// Reversing X = Y / (Y.sum(axis) + eps) gives W_Y = W - X ⊙ (W summed along the axis,
+// broadcast back): d log(s + eps) / d log Y = Y / (s + eps) = X, so eps changes the iterates but
+// not the form. W stays bounded for logits of any magnitude, and the replay needs only the
+// potentials, n numbers a side per step. The sweep ends with W = dL/d log B: that is dL/dM for
+// B = exp(M); for tilekernels' B = S + eps (S = softmax_rows(M)), W_S = W ⊙ S / (S + eps) and
+// then the softmax's own reverse, dL/dM = W_S - S ⊙ (W_S 1) 1^T.
+//
+// When the workspace cannot hold the potentials of all T steps (GPU shared memory), both
+// potentials are kept at checkpoints every L steps and one segment of L steps is recomputed at
+// a time; the recomputation repeats the forward's operations, so every L gives the same bits.
 
 #include "core/status.hpp"
 #include "forward/convention_forward.hpp"
 
 namespace sinkgrad::math {
 
-// Workspace (Reals): the softmax's row normalisers and the potentials after every step.
-SINKGRAD_HD constexpr long long convention_unrolled_workspace(int n, int T) {
-  return static_cast<long long>(n) * (2LL * (T + 1) + 1);
+// Workspace (Reals) for segment length L: the softmax's row normalisers, both potentials after
+// steps L, 2L, .. up to the last segment's start, and one segment's potentials (before its
+// first step and after each).
+SINKGRAD_HD constexpr long long convention_unrolled_workspace(int n, int T, int L) {
+  const long long segments = (T + L - 1) / L;
+  return static_cast<long long>(n) * (1 + 2 * (segments - 1) + 2 * (L + 1LL));
+}
+
+// The longest segment (fewest recomputations) whose workspace fits capacity Reals; 0 if none.
+SINKGRAD_HD int convention_unrolled_segment(int n, int T, long long capacity) {
+  if (convention_unrolled_workspace(n, T, T) <= capacity) return T;
+  int best = 0;
+  for (int L = 1; L < T; ++L)
+    if (convention_unrolled_workspace(n, T, L) <= capacity) best = L;
+  return best;
 }
 
 // W -= X ⊙ (W summed along rows (rows = true) or columns, broadcast), X = exp(log B + f + g).
@@ -36,45 +53,78 @@ SINKGRAD_HD void convention_step_back(const ConventionForward<Real>& c, const Re
   }
 }
 
+// Steps start + 1 .. end of the forward into a segment's potentials: F + k n and Gp + k n after
+// step start + k, from F and Gp (k = 0) on.
+template <class Real>
+SINKGRAD_HD void convention_segment(const ConventionForward<Real>& c, const Real* M,
+                                    const Real* lse, Real* F, Real* Gp, int n, int start, int end) {
+  for (int t = start + 1; t <= end; ++t) {
+    Real* f = F + (t - start) * n;
+    Real* g = Gp + (t - start) * n;
+    for (int k = 0; k < n; ++k) {
+      f[k] = f[k - n];
+      g[k] = g[k - n];
+    }
+    convention_step(c, M, lse, f, g, n, t);
+  }
+}
+
 // dL/dM of the T-step forward of convention c for one matrix; grad doubles as the adjoint W.
-// work: convention_unrolled_workspace(n, T) Reals.
+// segment L from convention_unrolled_segment (T: no recomputation); work:
+// convention_unrolled_workspace(n, T, L) Reals.
 template <class Real>
 SINKGRAD_HD MatrixOutcome convention_unrolled_matrix(const ConventionForward<Real>& c,
                                                      const Real* M, const Real* G, Real* grad,
-                                                     int n, int T, Real* work) {
+                                                     int n, int T, int L, Real* work) {
   const int nn = n * n;
   if (!all_finite(M, nn) || !all_finite(G, nn)) {
     fill(grad, nn, quiet_nan<Real>());
     return {SolveStatus::invalid_input, 0};
   }
+  const int segments = (T + L - 1) / L;
+  const int last_start = (segments - 1) * L;
   Real* lse = work;
-  Real* F = lse + n;           // F + t n: f after step t, t = 0 .. T
-  Real* Gp = F + (T + 1) * n;  // Gp + t n: g after step t
+  Real* checkpoints = lse + n;                     // f, g after step s L, s = 1 .. segments - 1
+  Real* F = checkpoints + 2 * (segments - 1) * n;  // F + k n: f after step start + k
+  Real* Gp = F + (L + 1) * n;                      // Gp + k n: g after step start + k
   if (c.softmax_base) row_logsumexp(M, n, lse);
   fill(F, n, Real(0));
   fill(Gp, n, Real(0));
-  for (int t = 1; t <= T; ++t) {
+  for (int s = 0; s + 1 < segments; ++s) {
+    convention_segment(c, M, lse, F, Gp, n, s * L, (s + 1) * L);
     for (int k = 0; k < n; ++k) {
-      F[t * n + k] = F[(t - 1) * n + k];
-      Gp[t * n + k] = Gp[(t - 1) * n + k];
+      F[k] = checkpoints[2 * s * n + k] = F[L * n + k];
+      Gp[k] = checkpoints[(2 * s + 1) * n + k] = Gp[L * n + k];
     }
-    convention_step(c, M, lse, F + t * n, Gp + t * n, n, t);
   }
+  convention_segment(c, M, lse, F, Gp, n, last_start, T);
+  const Real* f_T = F + (T - last_start) * n;
+  const Real* g_T = Gp + (T - last_start) * n;
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j)
-      grad[i * n + j] =
-          exp_of(log_base(c, M, lse, n, i, j) + F[T * n + i] + Gp[T * n + j]) * G[i * n + j];
-  // Step t's two normalisations in reverse; each one's output iterate is named by the
-  // potentials after it.
-  for (int t = T; t >= 1; --t) {
-    const Real* f = F + t * n;
-    const Real* g = Gp + t * n;
-    if (c.rows_first) {
-      convention_step_back(c, M, lse, f, g, grad, n, /*rows=*/false);
-      if (step_has_rows(c, t)) convention_step_back(c, M, lse, f, g - n, grad, n, true);
-    } else {
-      convention_step_back(c, M, lse, f, g, grad, n, /*rows=*/true);
-      convention_step_back(c, M, lse, f - n, g, grad, n, false);
+      grad[i * n + j] = exp_of(log_base(c, M, lse, n, i, j) + f_T[i] + g_T[j]) * G[i * n + j];
+  for (int s = segments - 1; s >= 0; --s) {
+    const int start = s * L;
+    const int end = start + L < T ? start + L : T;
+    if (s != segments - 1) {  // recompute this segment from its checkpoint
+      for (int k = 0; k < n; ++k) {
+        F[k] = s == 0 ? Real(0) : checkpoints[2 * (s - 1) * n + k];
+        Gp[k] = s == 0 ? Real(0) : checkpoints[(2 * s - 1) * n + k];
+      }
+      convention_segment(c, M, lse, F, Gp, n, start, end);
+    }
+    // Step t's two normalisations in reverse; each one's output iterate is named by the
+    // potentials after it.
+    for (int t = end; t > start; --t) {
+      const Real* f = F + (t - start) * n;
+      const Real* g = Gp + (t - start) * n;
+      if (c.rows_first) {
+        convention_step_back(c, M, lse, f, g, grad, n, /*rows=*/false);
+        if (step_has_rows(c, t)) convention_step_back(c, M, lse, f, g - n, grad, n, true);
+      } else {
+        convention_step_back(c, M, lse, f, g, grad, n, /*rows=*/true);
+        convention_step_back(c, M, lse, f - n, g, grad, n, false);
+      }
     }
   }
   if (c.softmax_base) {

@@ -1,12 +1,46 @@
 #pragma once
 // The reverse replay of a team-form forward (solvers/unrolled/unrolled_team.hpp and
 // convention_unrolled_team.hpp): the tape of its scaling vectors or potentials in team storage,
-// checkpointed when it does not fit (its size: unrolled_workspace,
-// solvers/unrolled/unrolled_math.hpp), and the loop that runs the forward, then its steps back.
+// checkpointed when it does not fit (its size: unrolled_workspace below), and the loop that runs
+// the forward, then its steps back.
 
 #include "kernels/team.hpp"
 
 namespace sinkgrad::math {
+
+// Workspace (in Reals) for segment length L: checkpoints + one segment of f and g. The last
+// segment runs on from the forward's state, so only the segments before it have a checkpoint
+// (one vector less per side: at T = 20 that keeps the team kernels of the eps forwards at the
+// default's occupancy, n = 4 and 16, float32).
+SINKGRAD_HD long long unrolled_workspace(int n, int T, int L, bool two_sided = false) {
+  const long long checkpoints = (T + L - 1) / L - 1;
+  // two_sided: the team tapes of forwards with eps, both vectors at a checkpoint, and one vector
+  // before the tape (convention_unrolled_team.hpp).
+  const long long sides = two_sided ? 2 : 1;
+  return static_cast<long long>(n) * (sides * checkpoints + 2LL * L + 1 + (two_sided ? 1 : 0));
+}
+
+// Longest segment (fewest recomputations) that fits into capacity Reals; 0 if none fits.
+SINKGRAD_HD int unrolled_segment_length(int n, int T, long long capacity, bool two_sided = false) {
+  if (unrolled_workspace(n, T, T, two_sided) <= capacity) return T;  // store all, no recompute
+  int best = 0;
+  for (int L = 1; L < T; ++L)
+    if (unrolled_workspace(n, T, L, two_sided) <= capacity) best = L;
+  return best;
+}
+
+// The longest segment that fits into capacity Reals, else the one of the smallest tape (which
+// the caller then finds room for, or refuses).
+SINKGRAD_HD int unrolled_segment_or_smallest(int n, int T, long long capacity,
+                                             bool two_sided = false) {
+  const int longest = unrolled_segment_length(n, T, capacity, two_sided);
+  if (longest > 0) return longest;
+  int smallest = 1;
+  for (int L = 2; L <= T; ++L)
+    if (unrolled_workspace(n, T, L, two_sided) < unrolled_workspace(n, T, smallest, two_sided))
+      smallest = L;
+  return smallest;
+}
 
 // The tape in team storage, stride Reals per vector: row-side vectors at the checkpoints
 // t = 0, L, .., last segment's start - L (two_sided: each followed by the column-side one; the

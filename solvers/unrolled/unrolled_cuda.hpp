@@ -14,9 +14,9 @@ namespace sinkgrad::cuda {
 
 // n <= 1024: one team per matrix (solvers/unrolled/unrolled_team.hpp), the replay's tape in
 // shared memory up to n = 64, checkpointed when T > 23, in global scratch above; larger n, one
-// thread per matrix (unrolled_math.hpp). Throws Error when T is so large that even the smallest
-// checkpointed tape exceeds a block's shared memory. With a subset only its matrices are solved
-// (the exact fallback, solvers/unrolled/unrolled_fallback.hpp), with the same bits.
+// thread per matrix (convention_unrolled.hpp). Throws Error when T is so large that even the
+// smallest checkpointed tape exceeds a block's shared memory. With a subset only its matrices are
+// solved (the exact fallback, solvers/unrolled/unrolled_fallback.hpp), with the same bits.
 template <class Real>
 void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
               MatrixSubset subset = {});

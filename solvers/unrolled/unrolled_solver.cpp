@@ -1,9 +1,8 @@
-// `unrolled`: exact reverse replay of the T forward steps, in team form for n <= 1024
-// (solvers/unrolled/unrolled_team.hpp), in the log domain one matrix at a time above
-// (solvers/unrolled/unrolled_math.hpp); rows_first without eps by the same team form on the
-// transposed matrices; the forwards with eps and tilekernels by the team form of
-// solvers/unrolled/convention_unrolled_team.hpp (n <= 1024), above by the log-domain replay of
-// solvers/unrolled/convention_unrolled.hpp, one matrix at a time.
+// `unrolled`: exact reverse replay of the T forward steps. For n <= 1024 in team form: the
+// seeds' forward by solvers/unrolled/unrolled_team.hpp (rows_first without eps on the
+// transposed matrices), the forwards with eps and tilekernels by
+// solvers/unrolled/convention_unrolled_team.hpp. Above, every convention by the log-domain
+// replay of solvers/unrolled/convention_unrolled.hpp, one matrix at a time.
 
 #include <algorithm>
 #include <vector>
@@ -19,7 +18,6 @@
 #include "solvers/unrolled/convention_unrolled_team.hpp"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 #include "solvers/unrolled/unrolled_lanes.hpp"
-#include "solvers/unrolled/unrolled_math.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 
 namespace sinkgrad {
@@ -58,28 +56,19 @@ void unrolled_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Rea
                                  {SolveStatus::ok, T}, per_matrix, rows, workspace);
   };
   // rows_first and tilekernels: the replay of M^T with G^T, read and written transposed.
-  const bool transposed = last_step_normalises_columns(problem.forward.convention);
-  if (transposed && n <= max_cpu_team_n)
-    return replay_in_team_form(math::CpuLogitMatrices<Real, true>{});
-  if (!seeds && n <= max_cpu_team_n) return replay_in_team_form(math::CpuLogitMatrices<Real>{});
-  if (!is_default_forward(problem.forward)) {
-    solve_each_matrix_on_cpu(result, problem.grad_output.batch,
-                             static_cast<std::size_t>(math::convention_unrolled_workspace(n, T)),
-                             [&](index_t b, Real* work, Real*) {
-                               return math::convention_unrolled_matrix(
-                                   convention, problem.logits.matrix(b),
-                                   problem.grad_output.matrix(b), result.grad_logits.matrix(b), n,
-                                   T, work);
-                             });
-    return;
+  if (n <= max_cpu_team_n) {
+    if (last_step_normalises_columns(problem.forward.convention))
+      return replay_in_team_form(math::CpuLogitMatrices<Real, true>{});
+    return replay_in_team_form(math::CpuLogitMatrices<Real>{});
   }
-  if (n <= max_cpu_team_n) return replay_in_team_form(math::CpuLogitMatrices<Real>{});
-  solve_each_matrix_on_cpu(
-      result, problem.grad_output.batch, workspace, [&](index_t b, Real* work, Real*) {
-        return math::unrolled_backward_matrix(problem.logits.matrix(b),
-                                              problem.grad_output.matrix(b),
-                                              result.grad_logits.matrix(b), n, T, T, work);
-      });
+  solve_each_matrix_on_cpu(result, problem.grad_output.batch,
+                           static_cast<std::size_t>(math::convention_unrolled_workspace(n, T, T)),
+                           [&](index_t b, Real* work, Real*) {
+                             return math::convention_unrolled_matrix(
+                                 convention, problem.logits.matrix(b),
+                                 problem.grad_output.matrix(b), result.grad_logits.matrix(b), n, T,
+                                 T, work);
+                           });
 }
 
 class UnrolledSolver : public SolverVariants<UnrolledSolver> {

@@ -15,7 +15,7 @@
 //
 // Log domain (the forward's fallback for widely spread logits, and the fallback here when a
 // linear-domain gradient overflows): the adjoint W = X ⊙ dL/dX of every iterate, reversed as in
-// unrolled_math.hpp (row normalisation: W -= X_t ⊙ (W 1) 1^T; column normalisation:
+// convention_unrolled.hpp (row normalisation: W -= X_t ⊙ (W 1) 1^T; column normalisation:
 // W -= Y_t ⊙ 1 (1^T W)), with 2 n^2 exponentials per step.
 //
 // Both replay the forward from a tape of the row-side and column-side vectors (a and b, or the
@@ -25,7 +25,6 @@
 #include "forward/forward_team.hpp"
 #include "kernels/team_fail.hpp"
 #include "solvers/unrolled/replay_tape.hpp"
-#include "solvers/unrolled/unrolled_math.hpp"
 
 namespace sinkgrad::math {
 

@@ -13,6 +13,7 @@
 
 #include "core/solver_registry.hpp"
 #include "forward/sinkhorn_forward.hpp"
+#include "solvers/unrolled/convention_unrolled.hpp"
 #include "solvers/unrolled/convention_unrolled_team.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 #include "tests/support/random_inputs.hpp"
@@ -203,10 +204,6 @@ void expect_checkpointed_tape_is_exact() {
                 full_team, math::CpuLogitMatrices<Real>{{M.data(), G.data(), full.data(), n}}, T, T)
                 .status,
             SolveStatus::ok);
-        // The one-thread form the GPU runs above n = 64, on its full tape, for the same check.
-        std::vector<Real> pointer_full(nn), full_work(tape.size());
-        math::unrolled_backward_matrix(M.data(), G.data(), pointer_full.data(), n, T, T,
-                                       full_work.data());
         for (int L : {1, 2, 3, 5, T - 1}) {
           SCOPED_TRACE("scale " + std::to_string(scale) + ", n " + std::to_string(n) + ", T " +
                        std::to_string(T) + ", L " + std::to_string(L));
@@ -218,13 +215,64 @@ void expect_checkpointed_tape_is_exact() {
           ASSERT_EQ(outcome.status, SolveStatus::ok);
           EXPECT_EQ(outcome.iterations, T);
           for (std::size_t k = 0; k < nn; ++k) EXPECT_EQ(checkpointed[k], full[k]) << "entry " << k;
-          std::vector<Real> work(short_tape.size());  // the one-thread form, checkpointed
-          math::unrolled_backward_matrix(M.data(), G.data(), checkpointed.data(), n, T, L,
-                                         work.data());
-          for (std::size_t k = 0; k < nn; ++k)
-            EXPECT_EQ(checkpointed[k], pointer_full[k]) << "one-thread form, entry " << k;
         }
       }
+}
+
+// The one-matrix log-domain replay (n above the team sizes) recomputes a segment from its
+// checkpoint with the forward's own operations: every segment length gives the full tape's
+// bits, for every convention; and it is the exact derivative (against the team form, which is
+// checked against references above).
+template <class Real>
+void expect_checkpointed_matrix_replay_is_exact() {
+  auto rng = make_rng(262 + sizeof(Real));
+  const double tolerance = sizeof(Real) == 4 ? 2e-4 : 1e-11;
+  for (const auto& spec : {ForwardSpec{}, ForwardSpec{ForwardConvention::rows_first, 0},
+                           ForwardSpec{ForwardConvention::columns_first, 0.05},
+                           ForwardSpec{ForwardConvention::tilekernels, 1e-6}})
+    for (double scale : {1.0, 300.0})
+      for (int n : {3, 8})
+        for (int T : {1, 2, 7, 20}) {
+          const auto c = math::convention_forward<Real>(spec);
+          const auto M = normal_batch<Real>(rng, 1, n, scale);
+          const auto G = normal_batch<Real>(rng, 1, n);
+          const auto nn = static_cast<std::size_t>(n) * n;
+          std::vector<Real> full(nn), checkpointed(nn), team_grad(nn), rows(3 * nn);
+          std::vector<Real> work(
+              static_cast<std::size_t>(math::convention_unrolled_workspace(n, T, T)));
+          ASSERT_EQ(math::convention_unrolled_matrix(c, M.data(), G.data(), full.data(), n, T, T,
+                                                     work.data())
+                        .status,
+                    SolveStatus::ok);
+          const HostBatch<Real> R(1, n);
+          const auto solver = SolverRegistry::global().create("unrolled", {});
+          const auto team = solve(*solver, M, R, G, T, false, spec);  // n <= 1024: team form
+          double largest = 0;
+          for (std::size_t k = 0; k < nn; ++k)
+            largest = std::max(largest, std::fabs(double(team.grad.data()[k])));
+          for (int L = 1; L <= T; ++L) {
+            SCOPED_TRACE(describe(spec) + ", scale " + std::to_string(scale) + ", n " +
+                         std::to_string(n) + ", T " + std::to_string(T) + ", L " +
+                         std::to_string(L));
+            std::vector<Real> short_work(
+                static_cast<std::size_t>(math::convention_unrolled_workspace(n, T, L)));
+            const auto outcome = math::convention_unrolled_matrix(
+                c, M.data(), G.data(), checkpointed.data(), n, T, L, short_work.data());
+            ASSERT_EQ(outcome.status, SolveStatus::ok);
+            EXPECT_EQ(outcome.iterations, T);
+            EXPECT_EQ(std::memcmp(checkpointed.data(), full.data(), nn * sizeof(Real)), 0);
+          }
+          for (std::size_t k = 0; k < nn; ++k)
+            EXPECT_NEAR(full[k], team.grad.data()[k], tolerance * std::max(1.0, largest))
+                << describe(spec) << ", n " << n << ", T " << T << ", entry " << k;
+        }
+}
+
+TEST(Unrolled, CheckpointedMatrixReplayIsExactFloat) {
+  expect_checkpointed_matrix_replay_is_exact<float>();
+}
+TEST(Unrolled, CheckpointedMatrixReplayIsExactDouble) {
+  expect_checkpointed_matrix_replay_is_exact<double>();
 }
 
 // The eps forms' replay carries eps / b from step to step and recomputes it where a segment

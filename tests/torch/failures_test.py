@@ -187,6 +187,23 @@ class Plugins(unittest.TestCase):
         with self.assertRaisesRegex(sgt.SolveFailure, r"breakdown"):
             run(M, 5, G, backward="torch_test_scaled_copy", options=options, on_failure="raise")
 
+    def test_the_output_contract_catches_a_plugins_nan_on_cuda(self):
+        # The same on cuda: the plugin's result is in device memory, checked on the GPU in the
+        # layer's stream.
+        if PLUGIN is None or not torch.cuda.is_available():
+            self.skipTest("no plugin path given" if PLUGIN is None else "no CUDA device")
+        sgt.load_plugin(PLUGIN)
+        M, G = (t.cuda() for t in inputs(4, 4, seed=16))
+        options = {"scale": 2.0, "nan_at": 2}
+        grad, stats = run(M, 5, G, backward="torch_test_scaled_copy", options=options,
+                          on_failure="keep")
+        self.assertEqual(stats.status.tolist(), [0, 0, 2, 0])  # breakdown
+        self.assertTrue(torch.isnan(grad[2]).all())
+        self.assertTrue(torch.equal(grad[[0, 1, 3]], 2.0 * G[[0, 1, 3]]))
+        grad, _ = run(M, 5, G, backward="torch_test_scaled_copy", options=options)
+        exact, _ = run(M, 5, G, backward="unrolled")
+        self.assertTrue(torch.equal(grad[2], exact[2]))
+
     def test_refused_plugins_raise_the_loaders_reason(self):
         with self.assertRaisesRegex(sgt.SinkgradError, r"/no/such/plugin.so"):
             sgt.load_plugin("/no/such/plugin.so")
