@@ -6,11 +6,13 @@ import socket
 import sys
 
 import h5py
-import torch
 
 SCHEMA = "sinkgrad-training-log"
 SCHEMA_VERSION = 2  # 2: the manual-page corpus, measured-step numbers, late-window summaries
 LIST_KEYS = ("backwards", "T", "forwards", "seeds")  # the sweep's lists
+# Settings added after logs had been written, with the value that computes what those logs'
+# runs computed, bit for bit: a log without the line counts as holding that value.
+ADDED_SETTINGS = {"post_select": "0.0", "fixed_routing": "False"}
 
 
 RUN_DESCRIPTIONS = {
@@ -130,8 +132,10 @@ def study_text(settings, keys=None):
 
 
 def first_difference(logged, current):
-    old = dict(line.split("=", 1) for line in logged.splitlines() if line)
-    new = dict(line.split("=", 1) for line in current.splitlines() if line)
+    """The first setting in which two study texts differ, as a phrase; '' if none does (a
+    setting of ADDED_SETTINGS that one lacks counts as its value there)."""
+    old, new = ({**ADDED_SETTINGS, **dict(line.split("=", 1) for line in text.splitlines()
+                                          if line)} for text in (logged, current))
     for key in sorted(set(old) | set(new)):
         if old.get(key) != new.get(key):
             return f"{key}: {old.get(key, '(absent)')!r} in the log, {new.get(key, '(absent)')!r} now"
@@ -164,6 +168,7 @@ def source_version():
 
 
 def devices_text(device):
+    import torch  # here only: the log's readers (training_results.py) need no torch
     text = f"cpu ({torch.get_num_threads()} threads)"
     if device.type == "cuda":
         text += f"; cuda: {torch.cuda.get_device_name(device)}"

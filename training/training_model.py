@@ -55,7 +55,8 @@ class HyperConnection(nn.Module):
     about N(0, 1)), pre = sigmoid(a_pre h_pre + b_pre), post = 2 sigmoid(a_post h_post + b_post),
     R = Sinkhorn_T(a_res h_res + b_res); the streams become R x + post F(pre . x).
 
-    Initialisation (the `init` dict, settings alpha_res, identity, pre_select, post_spread):
+    Initialisation (the `init` dict, settings alpha_res, identity, pre_select, post_spread,
+    post_select, fixed_routing):
     a_pre = a_post = 0.01 as mHC's gates; a_res = alpha_res, so that the dynamic logits are
     O(alpha_res) and the Sinkhorn carries a real share of the gradient (at 0.01 it carried under
     1 %); b_res = identity * I, so that R's static part leans to the identity (e against 1 at
@@ -64,30 +65,51 @@ class HyperConnection(nn.Module):
     cost about 0.013 nats on every seed of the cpu preset at T = 1; b_pre = pre_select * (2 e_k
     - 1) for sublayer k, so that it reads mainly stream k mod n, as hyper-connections initialise
     their input weights (with pre = 1/n every sublayer would read the streams' mean, which a
-    doubly stochastic R does not change: R would barely matter); b_post ~ N(0, post_spread^2)
-    per stream, so that streams that start as copies differ after the first sublayer (with equal
-    post weights and a forward whose last step leaves the rows exact, copies stay copies and
-    dL/dlogits is zero for ever)."""
+    doubly stochastic R does not change: R would barely matter); b_post = post_select * (2 e_k
+    - 1) + N(0, post_spread^2) noise per stream: the noise makes streams that start as copies
+    differ after the first sublayer (with equal post weights and a forward whose last step
+    leaves the rows exact, copies stay copies and dL/dlogits is zero for ever). With
+    post_select = 0 (the default) every sublayer writes into every stream (weights mostly
+    0.5..1.5), so the streams stay near-copies, which a doubly stochastic R barely changes;
+    with 3 sublayer k writes ~1.9 into stream k mod n and ~0.1 elsewhere, so that its output
+    reaches the other sublayers' reads and the head's mainly through R.
+
+    fixed_routing: b_pre, b_post, a_pre, a_post and W's pre and post rows are not trained (the
+    b's have no gradient; the a's and W's rows share tensors with a_res and W's R rows and are
+    detached in the forward, so their gradient is zero and AdamW leaves them as they are), and
+    neither is the head's read (StreamLM.read): the model cannot learn to write into or read
+    from every stream and so route around R."""
 
     def __init__(self, n, d, sublayer, mixing, init, index):
         super().__init__()
         self.n, self.sublayer, self.mixing = n, sublayer, mixing
+        self.fixed_routing = bool(init["fixed_routing"])
         self.norm = RMSNorm(n * d)
         self.project = nn.Linear(n * d, 2 * n + n * n, bias=False)
         nn.init.normal_(self.project.weight, std=(n * d) ** -0.5)
         self.scale = nn.Parameter(torch.tensor([0.01, 0.01, float(init["alpha_res"])]))
         select = 2.0 * torch.eye(n)[index % n] - 1.0
         self.b_pre = nn.Parameter(float(init["pre_select"]) * select)
-        self.b_post = nn.Parameter(float(init["post_spread"]) * torch.randn(n))
+        self.b_post = nn.Parameter(float(init["post_select"]) * select
+                                   + float(init["post_spread"]) * torch.randn(n))
         self.b_res = nn.Parameter(float(init["identity"]) * torch.eye(n))
         self.stats = sgt.SolveStats()
+        if self.fixed_routing:
+            self.b_pre.requires_grad_(False)
+            self.b_post.requires_grad_(False)
 
     def forward(self, x):  # x: (B, L, n, d)
         B, L, n, d = x.shape
-        h = self.project(self.norm(x.reshape(B, L, n * d)))
-        pre = torch.sigmoid(self.scale[0] * h[..., :n] + self.b_pre)
-        post = 2 * torch.sigmoid(self.scale[1] * h[..., n:2 * n] + self.b_post)
-        logits = self.scale[2] * h[..., 2 * n:].reshape(B, L, n, n) + self.b_res
+        state, scale = self.norm(x.reshape(B, L, n * d)), self.scale
+        if self.fixed_routing:  # W's pre/post rows, a_pre, a_post detached (x's path is kept)
+            weight = self.project.weight
+            h = F.linear(state, torch.cat([weight[:2 * n].detach(), weight[2 * n:]]))
+            scale = torch.cat([scale[:2].detach(), scale[2:]])
+        else:
+            h = self.project(state)
+        pre = torch.sigmoid(scale[0] * h[..., :n] + self.b_pre)
+        post = 2 * torch.sigmoid(scale[1] * h[..., n:2 * n] + self.b_post)
+        logits = scale[2] * h[..., 2 * n:].reshape(B, L, n, n) + self.b_res
         R = self.mixing(logits, self.stats).to(x.dtype)
         out = self.sublayer((pre.unsqueeze(-1).to(x.dtype) * x).sum(2))
         return R @ x + post.unsqueeze(-1).to(out.dtype) * out.unsqueeze(-2)
@@ -95,8 +117,10 @@ class HyperConnection(nn.Module):
 
 class StreamLM(nn.Module):
     """Byte-level language model: the embedding copied into n streams (mHC's expansion),
-    `blocks` x (attention, MLP) each wrapped by a HyperConnection, then a weighted sum of the
-    streams to the logits."""
+    `blocks` x (attention, MLP) each wrapped by a HyperConnection, then the head: a weighted
+    sum of the streams, weights sigmoid(read) with read = pre_select (2 e_j - 1), j = 2 blocks
+    mod n (mainly one stream: 0.88 against 0.12 at pre_select = 2; not their mean, which R
+    would not change), RMS-normalised, to the logits. With fixed_routing the read is fixed."""
 
     def __init__(self, vocabulary, context, n, d, blocks, heads, mixing, init):
         super().__init__()
@@ -112,7 +136,8 @@ class StreamLM(nn.Module):
         # The head reads the streams as a sublayer does (mainly stream 2 * blocks mod n): with
         # their mean, a doubly stochastic R would not change what it reads.
         select = 2.0 * torch.eye(n)[(2 * blocks) % n] - 1.0
-        self.read = nn.Parameter(float(init["pre_select"]) * select)
+        self.read = nn.Parameter(float(init["pre_select"]) * select,
+                                 requires_grad=not init["fixed_routing"])
 
     def forward(self, tokens):
         x = self.embed(tokens) + self.position[:tokens.shape[1]]

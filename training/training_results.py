@@ -12,6 +12,8 @@ import sys
 import h5py
 import numpy as np
 
+from training_log import first_difference
+
 BACKWARD_ORDER = ["unrolled", "cg_corrected", "cg_plain", "cg_plain_projected", "direct", "auto",
                   "stop_gradient"]
 
@@ -28,7 +30,7 @@ def read(paths):
                 sys.exit(f"{os.path.basename(sys.argv[0])}: '{path}' is not a training-study log")
             if header is None:
                 header = dict(log.attrs)
-            elif log.attrs["study"] != header["study"]:
+            elif first_difference(header["study"], log.attrs["study"]):
                 sys.exit(f"{os.path.basename(sys.argv[0])}: '{path}' holds another study than "
                          f"'{paths[0]}' (attribute study differs)")
             for group in log["runs"].values():

@@ -109,7 +109,8 @@ def train_run(settings, corpus, device, backward, T, forward, seed, on_failure):
     started, clock = now(), time.perf_counter()
     mixing = Mixing(T, backward, forward, on_failure)
     torch.manual_seed(seed)
-    init = {k: settings[k] for k in ("alpha_res", "identity", "pre_select", "post_spread")}
+    init = {k: settings[k] for k in ("alpha_res", "identity", "pre_select", "post_spread",
+                                     "post_select", "fixed_routing")}
     model = StreamLM(VOCABULARY, settings["context"], settings["n"], settings["d"],
                      settings["blocks"], settings["heads"], mixing, init).to(device)
     params = [p for p in model.parameters() if p.requires_grad]
