@@ -22,8 +22,10 @@ namespace sinkgrad::cuda {
 enum class SmallMatrices { one_thread, four_lanes, one_thread_to_8 };
 
 // Calls launch(TeamShape<W, K, N>{}) with the shape team_width(n) gives, or the one `small`
-// asks for; above max_team_n, launch(BlockShape{}) up to max_block_team_n.
-template <SmallMatrices small = SmallMatrices::one_thread, class Launch>
+// asks for; above max_team_n (above 32 for MidMatrices::block_team), launch(BlockShape{}) up
+// to max_block_team_n.
+template <SmallMatrices small = SmallMatrices::one_thread,
+          MidMatrices mid = MidMatrices::two_rows_a_lane, class Launch>
 void with_team_shape(int n, Launch&& launch) {
   if constexpr (small == SmallMatrices::one_thread_to_8) {
     if (n > 4 && n <= 8) {
@@ -58,9 +60,9 @@ void with_team_shape(int n, Launch&& launch) {
     launch(TeamShape<32, 1, 32>{});
   else if (n < 32)
     launch(TeamShape<32, 1>{});
-  else if (n <= math::max_team_n)
-    launch(TeamShape<32, 2>{});
-  else if (n <= max_block_team_n)
+  else if (mid == MidMatrices::two_rows_a_lane && n <= math::max_team_n) {
+    if constexpr (mid == MidMatrices::two_rows_a_lane) launch(TeamShape<32, 2>{});
+  } else if (n <= max_block_team_n)
     launch(BlockShape{});
   else
     throw Error("n = " + std::to_string(n) + " is above the " + std::to_string(max_block_team_n) +
@@ -68,22 +70,25 @@ void with_team_shape(int n, Launch&& launch) {
 }
 
 // The group (shape_group.hpp) whose n take Shape.
-template <class Shape>
+template <class Shape, MidMatrices mid = MidMatrices::two_rows_a_lane>
 constexpr ShapeGroup shape_group_of() {
-  return Shape::cap <= 4    ? ShapeGroup::up_to_4
-         : Shape::cap <= 8  ? ShapeGroup::up_to_8
-         : Shape::cap <= 16 ? ShapeGroup::up_to_16
-         : Shape::cap <= 32 ? ShapeGroup::up_to_32
-         : Shape::cap <= 64 ? ShapeGroup::up_to_64
-                            : ShapeGroup::above_64;
+  return Shape::cap <= 4                  ? ShapeGroup::up_to_4
+         : Shape::cap <= 8                ? ShapeGroup::up_to_8
+         : Shape::cap <= 16               ? ShapeGroup::up_to_16
+         : Shape::cap <= 32               ? ShapeGroup::up_to_32
+         : mid == MidMatrices::block_team ? ShapeGroup::above_32
+         : Shape::cap <= 64               ? ShapeGroup::up_to_64
+                                          : ShapeGroup::above_64;
 }
 
 // with_team_shape for the n of group G only: a unit that instantiates it compiles launch for
-// that group's shapes alone. n must be in G (shape_group(n) == G; with_shape_group chooses).
-template <ShapeGroup G, SmallMatrices small = SmallMatrices::one_thread, class Launch>
+// that group's shapes alone. n must be in G (shape_group(n, mid) == G; with_shape_group<mid>
+// chooses).
+template <ShapeGroup G, SmallMatrices small = SmallMatrices::one_thread,
+          MidMatrices mid = MidMatrices::two_rows_a_lane, class Launch>
 void with_team_shape_in(int n, Launch&& launch) {
-  with_team_shape<small>(n, [&](auto shape) {
-    if constexpr (shape_group_of<decltype(shape)>() == G)
+  with_team_shape<small, mid>(n, [&](auto shape) {
+    if constexpr (shape_group_of<decltype(shape), mid>() == G)
       launch(shape);
     else
       throw Error("n = " + std::to_string(n) + " launched in the wrong shape group");

@@ -87,7 +87,7 @@ void unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<R
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
   with_orientation(transposed, [&](auto orientation) {
-    with_team_shape_in<G, SmallMatrices::four_lanes>(n, [&](auto shape) {
+    with_team_shape_in<G, SmallMatrices::four_lanes, MidMatrices::block_team>(n, [&](auto shape) {
       using Shape = decltype(shape);
       const int stride = team_stride<Shape>(n);
       // The block team's tape is in global memory: as much as four matrices.

@@ -1,7 +1,8 @@
 #pragma once
 // The team-form launches of the CUDA `unrolled` (n <= 1024), declared here and compiled in
 // unrolled_cuda_teams_*.cu, one unit per precision, form and shape group, so that a build
-// compiles them in parallel (each instantiates its group's team shapes in both orientations).
+// compiles them in parallel (each instantiates its group's team shapes in both orientations;
+// n > 32 runs in the block team, MidMatrices::block_team).
 // Those units are generated in the build tree, one line per template in
 // solvers/unrolled/CMakeLists.txt (cmake/instantiations.cmake). Compiled only when the build has
 // CUDA (SINKGRAD_WITH_CUDA).
@@ -28,7 +29,7 @@ void convention_unrolled_group(const BackwardProblem<Real>& problem,
 template <class Real>
 void seeds_unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                           bool transposed, MatrixSubset subset) {
-  with_shape_group(problem.grad_output.n, [&](auto group) {
+  with_shape_group<MidMatrices::block_team>(problem.grad_output.n, [&](auto group) {
     seeds_unrolled_group<Real, decltype(group)::value>(problem, result, transposed, subset);
   });
 }
@@ -36,7 +37,7 @@ void seeds_unrolled_teams(const BackwardProblem<Real>& problem, const BackwardRe
 template <class Real>
 void convention_unrolled_teams(const BackwardProblem<Real>& problem,
                                const BackwardResult<Real>& result, MatrixSubset subset) {
-  with_shape_group(problem.grad_output.n, [&](auto group) {
+  with_shape_group<MidMatrices::block_team>(problem.grad_output.n, [&](auto group) {
     convention_unrolled_group<Real, decltype(group)::value>(problem, result, subset);
   });
 }
