@@ -6,13 +6,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/solver_contract.hpp"
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
 #include "kernels/cuda/device_memory.hpp"
-#include "kernels/cuda/per_matrix_launch.cuh"
 #include "tests/cuda/gpu_required.hpp"
 
 namespace sinkgrad::testing {
@@ -20,25 +20,9 @@ namespace {
 
 enum class Mode { nan_ok, unknown_status, negative_iterations, silent };
 
-// Matrix `bad` breaks the contract as `mode` says; every other gets grad = 2 G, ok, 3 iterations.
-template <class Real>
-struct Breaker {
-  BackwardProblem<Real> problem;
-  BackwardResult<Real> result;
-  Mode mode;
-  index_t bad;
-  __device__ MatrixOutcome operator()(index_t b, Real*, Real*) const {
-    const int nn = problem.grad_output.n * problem.grad_output.n;
-    Real* grad = result.grad_logits.matrix(b);
-    for (int k = 0; k < nn; ++k) grad[k] = 2 * problem.grad_output.matrix(b)[k];
-    if (b != bad) return {SolveStatus::ok, 3};
-    if (mode == Mode::nan_ok) grad[nn - 1] = math::quiet_nan<Real>();
-    if (mode == Mode::unknown_status) return {static_cast<SolveStatus>(9), 3};
-    if (mode == Mode::negative_iterations) return {SolveStatus::ok, -4};
-    return {SolveStatus::ok, 3};
-  }
-};
-
+// Matrix 5 breaks the contract as `mode` says; every other gets grad = 2 G, ok, 3 iterations.
+// Written from the host into the device result (what a kernel would write; the contract's check
+// is what is under test).
 class BreakerSolver : public SolverVariants<BreakerSolver> {
  public:
   BreakerSolver(SolverInfo info, OptionValues options, Mode mode)
@@ -50,9 +34,19 @@ class BreakerSolver : public SolverVariants<BreakerSolver> {
   template <class Real>
   void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     if (mode_ == Mode::silent) return;
-    cuda::launch_per_matrix<Real>(result, problem.grad_output.batch, 0,
-                                  Breaker<Real>{problem, result, mode_, 5},
-                                  cuda::stream_of(problem));
+    const index_t batch = problem.grad_output.batch;
+    const index_t nn = index_t(problem.grad_output.n) * problem.grad_output.n;
+    std::vector<Real> grad(static_cast<std::size_t>(batch * nn));
+    cuda::copy_to_host(grad.data(), problem.grad_output.data, grad.size() * sizeof(Real));
+    for (Real& x : grad) x *= 2;
+    std::vector<SolveStatus> status(static_cast<std::size_t>(batch), SolveStatus::ok);
+    std::vector<std::int32_t> iterations(status.size(), 3);
+    if (mode_ == Mode::nan_ok) grad[5 * nn + nn - 1] = std::numeric_limits<Real>::quiet_NaN();
+    if (mode_ == Mode::unknown_status) status[5] = static_cast<SolveStatus>(9);
+    if (mode_ == Mode::negative_iterations) iterations[5] = -4;
+    cuda::copy_to_device(result.grad_logits.data, grad.data(), grad.size() * sizeof(Real));
+    cuda::copy_to_device(result.status, status.data(), status.size() * sizeof(SolveStatus));
+    cuda::copy_to_device(result.iterations, iterations.data(), iterations.size() * 4);
   }
 
  private:
