@@ -13,9 +13,9 @@ namespace sinkgrad::cuda {
 enum class ShapeGroup { up_to_4, up_to_8, up_to_16, up_to_32, up_to_64, above_64, above_32 };
 
 // How a team kernel runs 32 < n <= 64: a warp with two rows a lane (TeamShape<32, 2>), or the
-// block team (BlockShape), whose rows live in global scratch. The 32 x 2 instantiation is the
-// largest part of a kernel's compile; the kernels whose speed matters at mHC's n <= 32 only
-// (unrolled, direct) leave n > 32 to the block team and compile no 32 x 2 kernel.
+// block team (BlockShape), whose rows live in global scratch. unrolled takes the block team:
+// its replay's three rows of up to 2 x 64 entries a lane are more than a lane's 255 registers,
+// and its 32 x 2 kernels were the largest part of the CUDA compile.
 enum class MidMatrices { two_rows_a_lane, block_team };
 
 // The group of n's shape: the one whose team_shape.cuh launch takes n.

@@ -45,7 +45,7 @@ template <class Real, ShapeGroup G>
 void corrected_group(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                      math::GradientSide project) {
   const int n = problem.grad_output.n;
-  with_team_shape_in<G, SmallMatrices::one_thread, MidMatrices::block_team>(n, [&](auto shape) {
+  with_team_shape_in<G>(n, [&](auto shape) {
     using Shape = decltype(shape);
     // Not staged: direct is bound by the latency of its n-round solves, so its speed is how
     // many blocks fit at once, which the staging's shared memory halves at n = 32.

@@ -17,11 +17,11 @@ template <class Real, ShapeGroup G>
 void corrected_group(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                      math::GradientSide project);
 
-// The corrected system in team form, n <= 1024 (n > 32 in the block team).
+// The corrected system in team form, n <= 1024.
 template <class Real>
 void corrected_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                      math::GradientSide project) {
-  with_shape_group<MidMatrices::block_team>(problem.grad_output.n, [&](auto group) {
+  with_shape_group(problem.grad_output.n, [&](auto group) {
     corrected_group<Real, decltype(group)::value>(problem, result, project);
   });
 }
