@@ -1,7 +1,5 @@
-// CUDA batch driver of `unrolled`: for n <= 1024 the team forms (solvers/unrolled/
-// unrolled_cuda_teams.hpp: the seeds' forward by unrolled_team.hpp, rows_first without eps on
-// the transposed tiles, the forwards with eps and tilekernels by convention_unrolled_team.hpp);
-// above that every convention by the log-domain replay of solvers/unrolled/
+// CUDA batch driver of `unrolled`, in the form unrolled_plan chooses (unrolled_form.hpp): for
+// n <= 1024 the team launches of unrolled_cuda_teams.hpp; above, the log-domain replay of
 // convention_unrolled.hpp, one thread per matrix with its potentials in shared memory
 // (checkpointed when T is long) and the adjoint W in the gradient buffer itself.
 
@@ -12,6 +10,7 @@
 #include "solvers/unrolled/convention_unrolled.hpp"
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #include "solvers/unrolled/unrolled_cuda_teams.hpp"
+#include "solvers/unrolled/unrolled_form.hpp"
 
 namespace sinkgrad::cuda {
 
@@ -66,14 +65,15 @@ template <class Real>
 void unrolled(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
               MatrixSubset subset) {
   const int n = problem.grad_output.n;
-  const int T = problem.forward_iterations;
-  if (n <= max_block_team_n) {
-    if (is_seeds_forward_up_to_transpose(problem.forward))
-      return unrolled_detail::seeds_unrolled_teams(
-          problem, result, last_step_normalises_columns(problem.forward.convention), subset);
-    return unrolled_detail::convention_unrolled_teams(problem, result, subset);
+  const UnrolledPlan plan = unrolled_plan(problem.forward, n, max_block_team_n);
+  switch (plan.form) {
+    case UnrolledForm::seeds_team:
+      return unrolled_detail::seeds_unrolled_teams(problem, result, plan.transposed, subset);
+    case UnrolledForm::convention_team:
+      return unrolled_detail::convention_unrolled_teams(problem, result, plan.transposed, subset);
+    case UnrolledForm::log_domain:
+      return unrolled_per_thread(problem, result, subset);
   }
-  unrolled_per_thread(problem, result, subset);
 }
 
 template void unrolled(const BackwardProblem<float>&, const BackwardResult<float>&, MatrixSubset);

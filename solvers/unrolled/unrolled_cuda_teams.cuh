@@ -118,14 +118,13 @@ void seeds_unrolled_group(const BackwardProblem<Real>& problem, const BackwardRe
 
 template <class Real, ShapeGroup G>
 void convention_unrolled_group(const BackwardProblem<Real>& problem,
-                               const BackwardResult<Real>& result, MatrixSubset subset) {
+                               const BackwardResult<Real>& result, bool transposed,
+                               MatrixSubset subset) {
   const int T = problem.forward_iterations;
   const auto convention = math::convention_forward<Real>(problem.forward);
-  unrolled_teams<Real, G>(
-      problem, result, last_step_normalises_columns(problem.forward.convention), true, subset,
-      [&](auto shape, int segment) {
-        return ConventionUnrolledTeam<Real, decltype(shape)>{T, segment, convention};
-      });
+  unrolled_teams<Real, G>(problem, result, transposed, true, subset, [&](auto shape, int segment) {
+    return ConventionUnrolledTeam<Real, decltype(shape)>{T, segment, convention};
+  });
 }
 
 }  // namespace sinkgrad::cuda::unrolled_detail

@@ -21,10 +21,12 @@ void seeds_unrolled_group(const BackwardProblem<Real>& problem, const BackwardRe
                           bool transposed, MatrixSubset subset);
 
 // The replay of a convention's forward (solvers/unrolled/convention_unrolled_team.hpp) for the
-// n of group G, transposed when its last step normalises columns.
+// n of group G; transposed as for the seeds' (unrolled_plan: when its last step normalises
+// columns).
 template <class Real, ShapeGroup G>
 void convention_unrolled_group(const BackwardProblem<Real>& problem,
-                               const BackwardResult<Real>& result, MatrixSubset subset);
+                               const BackwardResult<Real>& result, bool transposed,
+                               MatrixSubset subset);
 
 template <class Real>
 void seeds_unrolled_teams(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
@@ -36,9 +38,10 @@ void seeds_unrolled_teams(const BackwardProblem<Real>& problem, const BackwardRe
 
 template <class Real>
 void convention_unrolled_teams(const BackwardProblem<Real>& problem,
-                               const BackwardResult<Real>& result, MatrixSubset subset) {
+                               const BackwardResult<Real>& result, bool transposed,
+                               MatrixSubset subset) {
   with_shape_group<MidMatrices::block_team>(problem.grad_output.n, [&](auto group) {
-    convention_unrolled_group<Real, decltype(group)::value>(problem, result, subset);
+    convention_unrolled_group<Real, decltype(group)::value>(problem, result, transposed, subset);
   });
 }
 

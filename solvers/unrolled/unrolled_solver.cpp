@@ -1,8 +1,7 @@
-// `unrolled`: exact reverse replay of the T forward steps. For n <= 1024 in team form: the
-// seeds' forward by solvers/unrolled/unrolled_team.hpp (rows_first without eps on the
-// transposed matrices), the forwards with eps and tilekernels by
-// solvers/unrolled/convention_unrolled_team.hpp. Above, every convention by the log-domain
-// replay of solvers/unrolled/convention_unrolled.hpp, one matrix at a time.
+// `unrolled`: exact reverse replay of the T forward steps, in the form unrolled_plan chooses
+// (solvers/unrolled/unrolled_form.hpp): for n <= 1024 the team forms, the seeds' forward on
+// SIMD lanes where n is a compile-time team's; above, the log-domain replay one matrix at a
+// time.
 
 #include <algorithm>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "solvers/unrolled/convention_unrolled.hpp"
 #include "solvers/unrolled/convention_unrolled_team.hpp"
 #include "solvers/unrolled/unrolled_fallback.hpp"
+#include "solvers/unrolled/unrolled_form.hpp"
 #include "solvers/unrolled/unrolled_lanes.hpp"
 #include "solvers/unrolled/unrolled_team.hpp"
 
@@ -27,7 +27,8 @@ template <class Real>
 void unrolled_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) {
   const int n = problem.grad_output.n;
   const int T = problem.forward_iterations;
-  const bool seeds = is_seeds_forward_up_to_transpose(problem.forward);
+  const UnrolledPlan plan = unrolled_plan(problem.forward, n, max_cpu_team_n);
+  const bool seeds = plan.form == UnrolledForm::seeds_team;
   const auto workspace = static_cast<std::size_t>(math::unrolled_workspace(n, T, T, !seeds));
   const auto convention = math::convention_forward<Real>(problem.forward);
   const auto replay_in_team_form = [&](auto matrices) {
@@ -55,10 +56,8 @@ void unrolled_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Rea
                                  static_cast<std::size_t>(math::unrolled_lanes_workspace(n, T, L)),
                                  {SolveStatus::ok, T}, per_matrix, rows, workspace);
   };
-  // rows_first and tilekernels: the replay of M^T with G^T, read and written transposed.
-  if (n <= max_cpu_team_n) {
-    if (last_step_normalises_columns(problem.forward.convention))
-      return replay_in_team_form(math::CpuLogitMatrices<Real, true>{});
+  if (plan.form != UnrolledForm::log_domain) {
+    if (plan.transposed) return replay_in_team_form(math::CpuLogitMatrices<Real, true>{});
     return replay_in_team_form(math::CpuLogitMatrices<Real>{});
   }
   solve_each_matrix_on_cpu(result, problem.grad_output.batch,
