@@ -1,13 +1,13 @@
-// CUDA batch driver of the Sinkhorn forward: for n <= 1024 the team form of
-// forward/forward_team.hpp (one team per matrix, forward/forward_cuda_teams.hpp), above that
-// the log-domain loop of forward/log_domain.hpp, one thread per matrix. rows_first without eps
-// runs the same team form on the transposed tiles; the other conventions that of
-// forward/convention_team.hpp (n <= 1024) or the log-domain form of
-// forward/convention_forward.hpp, one thread per matrix (n > 1024).
+// CUDA batch driver of the Sinkhorn forward, in the form forward_plan chooses
+// (forward/forward_form.hpp): for n <= 1024 the team launches of forward_cuda_teams.hpp (the
+// seeds' forward, on the transposed tiles for rows_first without eps; the other conventions
+// in convention_team.hpp's form), above that one thread per matrix (log_domain.hpp for the
+// default, convention_forward.hpp for the others).
 
 #include "forward/convention_forward.hpp"
 #include "forward/forward_cuda.hpp"
 #include "forward/forward_cuda_teams.hpp"
+#include "forward/forward_form.hpp"
 #include "forward/log_domain.hpp"
 #include "kernels/cuda/block_team.cuh"
 #include "kernels/cuda/per_matrix_launch.cuh"
@@ -63,22 +63,37 @@ void convention_forward(BatchView<const Real> logits, int iterations, BatchView<
     throw Error("forward: logits and R must have the same shape");
   if (logits.batch == 0) return;
   const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  if (logits.n <= max_block_team_n) {
-    if (is_transposed_default_forward(forward))
+  const ForwardPlan plan = forward_plan(forward, logits.n, max_block_team_n);
+  switch (plan.form) {
+    case ForwardForm::seeds_team:
       return forward_detail::seeds_forward_teams(logits, iterations, R, column_violation,
-                                                 invalid_count, true, stream);
-    return forward_detail::convention_forward_teams(logits, iterations, R, column_violation,
-                                                    invalid_count, forward, stream);
+                                                 invalid_count, plan.transposed, stream);
+    case ForwardForm::convention_team:
+      return forward_detail::convention_forward_teams(
+          logits, iterations, R, column_violation, invalid_count, forward, plan.transposed, stream);
+    case ForwardForm::seeds_matrix: {
+      const std::size_t stride = detail::padded_workspace(2 * static_cast<std::size_t>(logits.n));
+      auto kernel = &forward_kernel<Real>;
+      const detail::LaunchShape shape =
+          detail::plan_launch(kernel, logits.batch, stride * sizeof(Real));
+      kernel<<<shape.blocks, shape.threads, shape.shared_bytes, cuda_stream>>>(
+          logits, iterations, R, column_violation, invalid_count, stride);
+      SINKGRAD_CUDA_CHECK_LAUNCH("the Sinkhorn forward kernel");
+      return;
+    }
+    case ForwardForm::convention_matrix: {
+      const std::size_t stride = detail::padded_workspace(
+          static_cast<std::size_t>(math::convention_forward_workspace(logits.n)));
+      auto kernel = &convention_forward_kernel<Real>;
+      const detail::LaunchShape shape =
+          detail::plan_launch(kernel, logits.batch, stride * sizeof(Real));
+      kernel<<<shape.blocks, shape.threads, shape.shared_bytes, cuda_stream>>>(
+          math::convention_forward<Real>(forward), logits, iterations, R, column_violation,
+          invalid_count, stride);
+      SINKGRAD_CUDA_CHECK_LAUNCH("the Sinkhorn forward kernel of a convention");
+      return;
+    }
   }
-  const std::size_t stride = detail::padded_workspace(
-      static_cast<std::size_t>(math::convention_forward_workspace(logits.n)));
-  auto kernel = &convention_forward_kernel<Real>;
-  const detail::LaunchShape shape =
-      detail::plan_launch(kernel, logits.batch, stride * sizeof(Real));
-  kernel<<<shape.blocks, shape.threads, shape.shared_bytes, cuda_stream>>>(
-      math::convention_forward<Real>(forward), logits, iterations, R, column_violation,
-      invalid_count, stride);
-  SINKGRAD_CUDA_CHECK_LAUNCH("the Sinkhorn forward kernel of a convention");
 }
 
 template void convention_forward(BatchView<const float>, int, BatchView<float>, float*,
@@ -90,21 +105,8 @@ template <class Real>
 void sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                       Real* column_violation, unsigned long long* invalid_count,
                       void* stream_handle) {
-  const auto stream = static_cast<cudaStream_t>(stream_handle);
-  if (iterations < 1) throw Error("the forward iteration count T must be >= 1");
-  if (logits.batch != R.batch || logits.n != R.n)
-    throw Error("forward: logits and R must have the same shape");
-  if (logits.batch == 0) return;
-  if (logits.n <= max_block_team_n)
-    return forward_detail::seeds_forward_teams(logits, iterations, R, column_violation,
-                                               invalid_count, false, stream_handle);
-  const std::size_t stride = detail::padded_workspace(2 * static_cast<std::size_t>(logits.n));
-  auto kernel = &forward_kernel<Real>;
-  const detail::LaunchShape shape =
-      detail::plan_launch(kernel, logits.batch, stride * sizeof(Real));
-  kernel<<<shape.blocks, shape.threads, shape.shared_bytes, stream>>>(
-      logits, iterations, R, column_violation, invalid_count, stride);
-  SINKGRAD_CUDA_CHECK_LAUNCH("the Sinkhorn forward kernel");
+  convention_forward(logits, iterations, R, column_violation, invalid_count, ForwardSpec{},
+                     stream_handle);
 }
 
 template void sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*,

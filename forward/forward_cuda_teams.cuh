@@ -84,10 +84,9 @@ void seeds_forward_group(BatchView<const Real> logits, int iterations, BatchView
 template <class Real, ShapeGroup G>
 void convention_forward_group(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                               Real* column_violation, unsigned long long* invalid_count,
-                              const ForwardSpec& forward, void* stream) {
+                              const ForwardSpec& forward, bool transposed, void* stream) {
   forward_teams<Real, G>(
-      logits, iterations, R, column_violation, invalid_count,
-      last_step_normalises_columns(forward.convention), stream,
+      logits, iterations, R, column_violation, invalid_count, transposed, stream,
       math::ConventionTeamForward<Real>{math::convention_forward<Real>(forward)});
 }
 

@@ -18,12 +18,12 @@ void seeds_forward_group(BatchView<const Real> logits, int iterations, BatchView
                          Real* column_violation, unsigned long long* invalid_count, bool transposed,
                          void* stream);
 
-// A convention's (forward/convention_team.hpp) for the n of group G, transposed when its last
-// step normalises columns.
+// A convention's (forward/convention_team.hpp) for the n of group G; transposed as the seeds'
+// (forward_plan: when its last step normalises columns).
 template <class Real, ShapeGroup G>
 void convention_forward_group(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                               Real* column_violation, unsigned long long* invalid_count,
-                              const ForwardSpec& forward, void* stream);
+                              const ForwardSpec& forward, bool transposed, void* stream);
 
 template <class Real>
 void seeds_forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real> R,
@@ -38,10 +38,10 @@ void seeds_forward_teams(BatchView<const Real> logits, int iterations, BatchView
 template <class Real>
 void convention_forward_teams(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                               Real* column_violation, unsigned long long* invalid_count,
-                              const ForwardSpec& forward, void* stream) {
+                              const ForwardSpec& forward, bool transposed, void* stream) {
   with_shape_group(logits.n, [&](auto group) {
-    convention_forward_group<Real, decltype(group)::value>(logits, iterations, R, column_violation,
-                                                           invalid_count, forward, stream);
+    convention_forward_group<Real, decltype(group)::value>(
+        logits, iterations, R, column_violation, invalid_count, forward, transposed, stream);
   });
 }
 

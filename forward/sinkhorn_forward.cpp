@@ -8,6 +8,7 @@
 #include "core/limits.hpp"
 #include "forward/convention_forward.hpp"
 #include "forward/convention_team.hpp"
+#include "forward/forward_form.hpp"
 #include "forward/forward_lanes.hpp"
 #include "forward/forward_team.hpp"
 #include "forward/log_domain.hpp"
@@ -82,38 +83,32 @@ index_t forward_each_matrix(index_t batch, std::size_t work_reals, Real* violati
   return invalid;
 }
 
-// Every convention but the default, on the cpu: the log-domain form, one matrix per thread.
+// One matrix at a time: the default forward by the log-domain loop (log_domain.hpp, seeds),
+// the others by convention_forward.hpp's form.
 template <class Real>
-index_t convention_forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real> R,
-                               Real* violation_out, const ForwardSpec& spec) {
+index_t forward_each_matrix_cpu(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                                Real* violation_out, const ForwardSpec& spec, bool seeds) {
   const auto convention = math::convention_forward<Real>(spec);
   const int n = logits.n;
   return forward_each_matrix(
       logits.batch, static_cast<std::size_t>(math::convention_forward_workspace(n)), violation_out,
       [&](index_t b, Real* work) -> math::ForwardOutcome<Real> {
-        const bool ok = math::convention_forward_matrix(convention, logits.matrix(b), n, iterations,
-                                                        R.matrix(b), work);
+        const bool ok = seeds ? math::sinkhorn_forward_matrix(logits.matrix(b), n, iterations,
+                                                              R.matrix(b), work)
+                              : math::convention_forward_matrix(convention, logits.matrix(b), n,
+                                                                iterations, R.matrix(b), work);
         return {ok, ok ? math::marginal_violation(R.matrix(b), n, !convention.rows_first)
                        : math::quiet_nan<Real>()};
       });
 }
 
-// The seeds' forward by default, or team_forward's (math::ConventionTeamForward):
-// for n <= 64 the team form the CUDA variant runs too, with the matrices as Matrices reads them
-// (transposed: rows_first and tilekernels, whose violation is then R's rows', as they report;
-// only for n <= 64); above, the seeds' log-domain loop.
+// The seeds' forward by default, or team_forward's (math::ConventionTeamForward), in the team
+// form the CUDA variant runs too, with the matrices as Matrices reads them (transposed:
+// rows_first and tilekernels, whose violation is then R's rows', as they report).
 template <class Real, class Matrices, class TeamForward = math::SeedsTeamForward<Real>>
 index_t forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                     Real* column_violation, TeamForward team_forward = {}) {
   const int n = logits.n;
-  if (n > math::max_team_n)
-    return forward_each_matrix(
-        logits.batch, 2 * std::size_t(n), column_violation,
-        [&](index_t b, Real* work) -> math::ForwardOutcome<Real> {
-          const bool ok =
-              math::sinkhorn_forward_matrix(logits.matrix(b), n, iterations, R.matrix(b), work);
-          return {ok, ok ? math::column_violation(R.matrix(b), n) : math::quiet_nan<Real>()};
-        });
   index_t invalid = 0;
   with_cpu_team<Real>(n, [&](auto team_type) {
     using Team = typename decltype(team_type)::type;
@@ -140,16 +135,42 @@ index_t forward_cpu(BatchView<const Real> logits, int iterations, BatchView<Real
   return invalid;
 }
 
+// The forward on the cpu in the form forward_plan chooses (forward/forward_form.hpp).
+template <class Real>
+index_t forward_on_cpu(BatchView<const Real> logits, int iterations, BatchView<Real> R,
+                       Real* column_violation, const ForwardSpec& forward) {
+  if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
+    throw Error("forward on the cpu needs host memory");
+  limits::check_thread_count();
+  const ForwardPlan plan = forward_plan(forward, logits.n, math::max_team_n);
+  const auto in_team_form = [&](auto team_forward) {
+    if (plan.transposed)
+      return forward_cpu<Real, CpuForwardMatrices<Real, true>>(logits, iterations, R,
+                                                               column_violation, team_forward);
+    return forward_cpu<Real, CpuForwardMatrices<Real>>(logits, iterations, R, column_violation,
+                                                       team_forward);
+  };
+  switch (plan.form) {
+    case ForwardForm::seeds_team:
+      return in_team_form(math::SeedsTeamForward<Real>{});
+    case ForwardForm::convention_team:
+      return in_team_form(
+          math::ConventionTeamForward<Real>{math::convention_forward<Real>(forward)});
+    case ForwardForm::seeds_matrix:
+    case ForwardForm::convention_matrix:
+      break;
+  }
+  return forward_each_matrix_cpu(logits, iterations, R, column_violation, forward,
+                                 plan.form == ForwardForm::seeds_matrix);
+}
+
 }  // namespace
 
 template <class Real>
 index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                          Real* column_violation) {
   check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
-  if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
-    throw Error("forward on the cpu needs host memory");
-  limits::check_thread_count();
-  return forward_cpu<Real, CpuForwardMatrices<Real>>(logits, iterations, R, column_violation);
+  return forward_on_cpu(logits, iterations, R, column_violation, ForwardSpec{});
 }
 
 template index_t sinkhorn_forward(BatchView<const float>, int, BatchView<float>, float*);
@@ -224,22 +245,8 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
   if (is_default_forward(forward))
     return sinkhorn_forward(logits, iterations, R, column_violation, device);
   check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
-  if (device == Device::cpu) {
-    if (logits.space != MemorySpace::host || R.space != MemorySpace::host)
-      throw Error("forward on the cpu needs host memory");
-    limits::check_thread_count();
-    if (logits.n > math::max_team_n)
-      return convention_forward_cpu(logits, iterations, R, column_violation, forward);
-    if (is_transposed_default_forward(forward))
-      return forward_cpu<Real, CpuForwardMatrices<Real, true>>(logits, iterations, R,
-                                                               column_violation);
-    const math::ConventionTeamForward<Real> team_forward{math::convention_forward<Real>(forward)};
-    if (last_step_normalises_columns(forward.convention))
-      return forward_cpu<Real, CpuForwardMatrices<Real, true>>(logits, iterations, R,
-                                                               column_violation, team_forward);
-    return forward_cpu<Real, CpuForwardMatrices<Real>>(logits, iterations, R, column_violation,
-                                                       team_forward);
-  }
+  if (device == Device::cpu)
+    return forward_on_cpu(logits, iterations, R, column_violation, forward);
 #if defined(SINKGRAD_WITH_CUDA)
   return forward_on_cuda(logits, R, column_violation,
                          [&](BatchView<const Real> M, BatchView<Real> out, Real* violation,
