@@ -162,6 +162,9 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   device::solve_staged<Real>(
       problem, result,
       [this](const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
+        // The device copies start as not written, so that the host check sees what a plugin
+        // left unwritten (the copies are otherwise uninitialised).
+        if (from_plugin_) device::mark_not_written(r, p.stream);
         behind_exception_boundary(*this, [&] { solve_cuda(p, r); });
       },
       what);

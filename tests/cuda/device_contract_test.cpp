@@ -143,6 +143,35 @@ TEST(DeviceContract, BreachesThrowWhenWaitingAndBreakDownWhenStreamOrdered) {
   }
 }
 
+// Host-resident batches staged through the GPU: the device copies start as not written too,
+// so that the host check names what the plugin left unwritten.
+TEST(DeviceContract, StagedResultsAreCheckedOnTheHost) {
+  SINKGRAD_REQUIRE_GPU();
+  SolverInfo info{"contract_breaker", "test", builtin_devices(), both_precisions(), {}};
+  for (const Mode mode : {Mode::silent, Mode::nan_ok}) {
+    BreakerSolver solver(info, OptionValues{}, mode);
+    mark_from_plugin(solver);
+    HostBatch<float> R(batch, n, 0.25f), G(batch, n, 1.0f), grad(batch, n);
+    std::vector<SolveStatus> status(static_cast<std::size_t>(batch));
+    std::vector<std::int32_t> iterations(status.size());
+    const BackwardProblem<float> problem{{nullptr, 0, n, MemorySpace::host}, R.view(), G.view(), 5};
+    const BackwardResult<float> result{grad.view(), status.data(), iterations.data()};
+    std::string error;
+    try {
+      solver.solve(problem, result, Device::cuda);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    if (mode == Mode::silent) {
+      EXPECT_NE(error.find("it did not write the status of matrix 0"), std::string::npos) << error;
+    } else {
+      EXPECT_EQ(error, "");
+      EXPECT_EQ(status[5], SolveStatus::breakdown);
+      EXPECT_EQ(status[4], SolveStatus::ok);
+    }
+  }
+}
+
 TEST(DeviceContract, ABuiltInSolversResultIsLeftAsWritten) {
   SINKGRAD_REQUIRE_GPU();
   const Outcome out = solve(Mode::nan_ok, false, true);
