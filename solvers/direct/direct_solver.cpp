@@ -15,8 +15,6 @@
 // With project=true (the default) the gradient is then projected onto the forward's invariant
 // subspace (solvers/common/invariant_side.hpp).
 
-#include <optional>
-
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
 #include "kernels/cpu/batch_loop.hpp"
@@ -92,24 +90,12 @@ class DirectSolver : public SolverVariants<DirectSolver> {
   void solve_cpu_rows(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                       math::GradientSide side) const {
     const int n = problem.grad_output.n;
-    const index_t batch = problem.grad_output.batch;
-    ParallelFailure failure;  // Eigen allocates: a bad_alloc must not leave the region
-#pragma omp parallel
-    {
-      std::optional<DenseWorkspace<Real>> workspace;
-      failure.run([&] { workspace.emplace(n); });
-#pragma omp for schedule(static)
-      for (index_t b = 0; b < batch; ++b) {
-        failure.run([&] {
-          const MatrixOutcome outcome = math::eigen_direct_matrix(
-              problem.forward_output.matrix(b), problem.grad_output.matrix(b),
-              result.grad_logits.matrix(b), n, system_, *workspace, side);
-          result.status[b] = outcome.status;
-          result.iterations[b] = outcome.iterations;
+    solve_each_matrix_on_cpu_with(
+        result, problem.grad_output.batch, [&] { return DenseWorkspace<Real>(n); },
+        [&](index_t b, DenseWorkspace<Real>& workspace, Real*) {
+          return math::direct_solve(problem.forward_output.matrix(b), problem.grad_output.matrix(b),
+                                    result.grad_logits.matrix(b), n, system_, workspace, side);
         });
-      }
-    }
-    failure.rethrow();
   }
 
   SchurSystem system_;

@@ -55,11 +55,4 @@ struct DenseWorkspace {
   Eigen::SelfAdjointEigenSolver<Matrix> eigen;
 };
 
-template <class Real>
-MatrixOutcome eigen_direct_matrix(const Real* R, const Real* G, Real* grad, int n,
-                                  SchurSystem system, DenseWorkspace<Real>& w,
-                                  GradientSide project = GradientSide::none) {
-  return direct_solve(R, G, grad, n, system, w, project);
-}
-
 }  // namespace sinkgrad::math

@@ -53,7 +53,7 @@ template <class Real>
 Outputs<Real> solve_with_eigen(const Inputs<Real>& in, math::GradientSide side) {
   math::DenseWorkspace<Real> workspace(in.R.n());
   return solve_each(in, [&](const Real* R, const Real* G, Real* grad, int n) {
-    return math::eigen_direct_matrix(R, G, grad, n, math::SchurSystem::corrected, workspace, side);
+    return math::direct_solve(R, G, grad, n, math::SchurSystem::corrected, workspace, side);
   });
 }
 
