@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 
 #include "core/device_runtime.hpp"
 #include "kernels/cuda/check.hpp"
@@ -52,19 +53,20 @@ void check_output(const BackwardResult<Real>& result, void* stream, BreachReport
   if (result.grad_logits.batch == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   const index_t blocks = std::min<index_t>((result.grad_logits.batch + 127) / 128, 65535);
-  if (first == nullptr) {
-    contract_kernel<Real><<<static_cast<unsigned>(blocks), 128, 0, s>>>(result, nullptr);
-    SINKGRAD_CUDA_CHECK_LAUNCH("the output contract kernel");
-    return;
+  // The first breach's key on the device, when the caller asks for it.
+  std::optional<cuda::StreamBuffer> key;
+  unsigned long long* key_on_device = nullptr;
+  if (first != nullptr) {
+    key.emplace(sizeof(unsigned long long), stream);
+    key_on_device = key->as<unsigned long long>();
+    SINKGRAD_CUDA_CHECK(cudaMemsetAsync(key_on_device, 0xFF, sizeof(unsigned long long), s));
   }
-  const cuda::StreamBuffer key(sizeof(unsigned long long), stream);
-  SINKGRAD_CUDA_CHECK(cudaMemsetAsync(key.as<void>(), 0xFF, sizeof(unsigned long long), s));
-  contract_kernel<Real>
-      <<<static_cast<unsigned>(blocks), 128, 0, s>>>(result, key.as<unsigned long long>());
+  contract_kernel<Real><<<static_cast<unsigned>(blocks), 128, 0, s>>>(result, key_on_device);
   SINKGRAD_CUDA_CHECK_LAUNCH("the output contract kernel");
+  if (first == nullptr) return;
   unsigned long long found = ULLONG_MAX;
   SINKGRAD_CUDA_CHECK(
-      cudaMemcpyAsync(&found, key.as<void>(), sizeof found, cudaMemcpyDeviceToHost, s));
+      cudaMemcpyAsync(&found, key_on_device, sizeof found, cudaMemcpyDeviceToHost, s));
   SINKGRAD_CUDA_CHECK(cudaStreamSynchronize(s));
   if (found == ULLONG_MAX) return;
   first->matrix = static_cast<index_t>(found / 8);

@@ -69,16 +69,10 @@ void with_team_shape(int n, Launch&& launch) {
                 " that the CUDA team kernels support");
 }
 
-// The group (shape_group.hpp) whose n take Shape.
+// The group (shape_group.hpp) whose n take Shape: that of its largest n.
 template <class Shape, MidMatrices mid = MidMatrices::two_rows_a_lane>
 constexpr ShapeGroup shape_group_of() {
-  return Shape::cap <= 4                  ? ShapeGroup::up_to_4
-         : Shape::cap <= 8                ? ShapeGroup::up_to_8
-         : Shape::cap <= 16               ? ShapeGroup::up_to_16
-         : Shape::cap <= 32               ? ShapeGroup::up_to_32
-         : mid == MidMatrices::block_team ? ShapeGroup::above_32
-         : Shape::cap <= 64               ? ShapeGroup::up_to_64
-                                          : ShapeGroup::above_64;
+  return shape_group(Shape::cap, mid);
 }
 
 // with_team_shape for the n of group G only: a unit that instantiates it compiles launch for
