@@ -119,16 +119,12 @@ SINKGRAD_HD auto dot_n(const A& a, const X& x, int n, decltype(a[0] * x[0]) star
   return sum;
 }
 
-// f(j) for j < n, unrolled to cap on the GPU: a lane's rows (team.rows) live in registers
-// there only while every index into them is known at compile time.
-template <int cap, class F>
-SINKGRAD_HD void for_n(int n, F&& f) {
-  SINKGRAD_UNROLL
-  for (int j = 0; j < cap; ++j) {
-    if (j >= n) break;
-    f(j);
-  }
-}
+// The bound of a SINKGRAD_UNROLL loop over a team's components whose body stops at n: the
+// compile-time cap up to max_team_n, so that nvcc unrolls the loop fully and a lane's rows stay
+// in registers; n above (the block team and the CPU's large team), where the rows are in memory
+// and the loop stays rolled (unrolled to 1024 bodies, a block-team unit took minutes to
+// compile). A macro: written as a function call, the same bound changes the warp teams' code.
+#define SINKGRAD_UNROLL_BOUND(cap, n) ((cap) > ::sinkgrad::math::max_team_n ? (n) : (cap))
 
 // The canonical sum of value(0 .. n) (see above), on one thread (no copy of the n values: an
 // array of CpuTeam's cap, 1024, written up to n only, read as maybe uninitialised by GCC 13).

@@ -30,13 +30,13 @@ SINKGRAD_HD Real team_corrected_schur_rows(const Team& team, const Matrices& mat
   const int n = team.n();
   team.each([&](Slot s) {
     SINKGRAD_UNROLL
-    for (int b = 0; b < Team::cap; ++b) {
+    for (int b = 0; b < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++b) {
       if (b >= n) break;
       S[s][b] = 0;
     }
   });
   SINKGRAD_UNROLL
-  for (int i = 0; i < Team::cap; ++i) {
+  for (int i = 0; i < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++i) {
     if (i >= n) break;
     typename Team::Vec row;  // row i of R, from the columns the lanes hold
     team.each([&](Slot s) { row[s] = mats.R_col(s)[i]; });
@@ -45,7 +45,7 @@ SINKGRAD_HD Real team_corrected_schur_rows(const Team& team, const Matrices& mat
     team.each([&](Slot s) {
       const Real own = mats.R_col(s)[i];
       SINKGRAD_UNROLL
-      for (int b = 0; b < Team::cap; ++b) {
+      for (int b = 0; b < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++b) {
         if (b >= n) break;
         S[s][b] += b <= s.i ? R_i[b] * weight * own : own * weight * R_i[b];
       }
@@ -57,13 +57,13 @@ SINKGRAD_HD Real team_corrected_schur_rows(const Team& team, const Matrices& mat
   team.each([&](Slot s) {
     Real sum = 0;
     SINKGRAD_UNROLL
-    for (int b = 0; b < Team::cap; ++b) {
+    for (int b = 0; b < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++b) {
       if (b >= n) break;
       S[s][b] = ((b == s.i ? m.c[s] : Real(0)) - S[s][b]) + Real(1) / Real(n);
       if (b >= s.i) sum += abs_of(S[s][b]);
     }
     SINKGRAD_UNROLL
-    for (int b = 0; b < Team::cap; ++b) {
+    for (int b = 0; b < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++b) {
       if (b >= n) break;
       if (b < s.i) sum += abs_of(S[s][b]);
     }
@@ -72,7 +72,7 @@ SINKGRAD_HD Real team_corrected_schur_rows(const Team& team, const Matrices& mat
   const auto& sums = team.share(column_sum);
   Real norm = 0;
   SINKGRAD_UNROLL
-  for (int j = 0; j < Team::cap; ++j) {
+  for (int j = 0; j < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++j) {
     if (j >= n) break;
     if (sums[j] > norm) norm = sums[j];
   }
@@ -87,7 +87,7 @@ template <class Real, class Team, class Rows>
 SINKGRAD_HD bool team_cholesky(const Team& team, Rows& L, Rows& Lt) {
   const int n = team.n();
   SINKGRAD_UNROLL
-  for (int j = 0; j < Team::cap; ++j) {
+  for (int j = 0; j < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++j) {
     if (j >= n) break;
     const Real pivot = team.broadcast(j, [&](Slot s) { return L[s][j]; });
     if (!(pivot > Real(0))) return false;
@@ -101,7 +101,7 @@ SINKGRAD_HD bool team_cholesky(const Team& team, Rows& L, Rows& Lt) {
     const auto& L_j = team.share(column);
     team.each([&](Slot s) {
       SINKGRAD_UNROLL
-      for (int k = 0; k < Team::cap; ++k) {
+      for (int k = 0; k < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++k) {
         if (k >= n) break;
         if (k > j && k <= s.i) L[s][k] -= L[s][j] * L_j[k];
         Lt[s][k] = s.i == j ? L_j[k] : Lt[s][k];
@@ -119,7 +119,7 @@ SINKGRAD_HD void team_cholesky_solve(const Team& team, const Rows& L, const Rows
                                      typename Team::Vec& x, Line& all) {
   const int n = team.n();
   SINKGRAD_UNROLL
-  for (int j = 0; j < Team::cap; ++j) {
+  for (int j = 0; j < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++j) {
     if (j >= n) break;
     const Real x_j = team.broadcast(j, [&](Slot s) { return x[s] / L[s][j]; });
     team.each([&](Slot s) {
@@ -128,7 +128,7 @@ SINKGRAD_HD void team_cholesky_solve(const Team& team, const Rows& L, const Rows
     });
   }
   SINKGRAD_UNROLL
-  for (int j = Team::cap - 1; j >= 0; --j) {
+  for (int j = SINKGRAD_UNROLL_BOUND(Team::cap, n) - 1; j >= 0; --j) {
     if (j >= n) continue;
     const Real x_j = team.broadcast(j, [&](Slot s) { return x[s] / L[s][j]; });
     all[j] = x_j;
@@ -143,7 +143,7 @@ template <class Real, int cap, class Line>
 SINKGRAD_HD Real norm_1_of(const Line& x, int n) {
   Real sum = 0;
   SINKGRAD_UNROLL
-  for (int j = 0; j < cap; ++j) {
+  for (int j = 0; j < SINKGRAD_UNROLL_BOUND(cap, n); ++j) {
     if (j >= n) break;
     sum += abs_of(x[j]);
   }
@@ -178,7 +178,7 @@ SINKGRAD_HD Real team_cholesky_rcond(const Team& team, const Rows& L, const Rows
     int index = 0;  // first index of the largest |v_i|
     Real largest = abs_of(all[0]);
     SINKGRAD_UNROLL
-    for (int i = 1; i < Team::cap; ++i) {
+    for (int i = 1; i < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++i) {
       if (i >= n) break;
       if (abs_of(all[i]) > largest) {
         largest = abs_of(all[i]);
