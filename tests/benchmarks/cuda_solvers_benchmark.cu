@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/solver_registry.hpp"
@@ -202,8 +203,14 @@ math::CgSettings<Real> auto_settings(int iterations, int n) {
 // The side the implicit solvers project on by default (project=true), in the coordinates of
 // the solvers that eliminate the exact side (cg_plain, cg_corrected, direct plain): transposed
 // after a forward that left the columns exact (solvers/common/invariant_side.hpp).
+// SINKGRAD_BENCH_PROJECT=0: no projection (project=false), to time what it costs.
 template <class Real>
 math::GradientSide default_side(const BackwardProblem<Real>& p) {
+  static const bool project = [] {
+    const char* text = std::getenv("SINKGRAD_BENCH_PROJECT");
+    return text == nullptr || std::string_view(text) != "0";
+  }();
+  if (!project) return math::GradientSide::none;
   const math::GradientSide side = invariant_side(p.forward);
   return last_step_normalises_columns(p.forward.convention) ? transposed_side(side) : side;
 }
