@@ -139,13 +139,16 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
     return;
   }
   device::require_cuda();
-  const std::string what = "solver '" + name() + "' on cuda";
+  // Named only where a wait may report an error: a stream-ordered solve builds no string.
+  const auto what = [this] { return "solver '" + name() + "' on cuda"; };
   if (all_in(MemorySpace::device, problem, result)) {
     if (diagnostics.any())
       device::store_diagnostics(problem.forward_output, diagnostics, problem.stream);
     if (from_plugin_) device::mark_not_written(result, problem.stream);
-    behind_exception_boundary(*this, [&] { solve_cuda(problem, result); });
-    if (wait) device::synchronize(what);
+    // One reference captured: std::function holds it without allocating.
+    const auto run = [&] { solve_cuda(problem, result); };
+    behind_exception_boundary(*this, [&run] { run(); });
+    if (wait) device::synchronize(what());
     if (!from_plugin_) return;
     BreachReport first;
     device::check_output(result, problem.stream, wait ? &first : nullptr);
@@ -167,7 +170,7 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
         if (from_plugin_) device::mark_not_written(r, p.stream);
         behind_exception_boundary(*this, [&] { solve_cuda(p, r); });
       },
-      what);
+      what());
   check_solver_output(*this, result);
 }
 

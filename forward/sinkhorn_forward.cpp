@@ -16,6 +16,7 @@
 #if defined(SINKGRAD_WITH_CUDA)
 #include "forward/forward_cuda.hpp"
 #include "kernels/cuda/device_memory.hpp"
+#include "kernels/cuda/readback.hpp"
 #endif
 
 namespace sinkgrad {
@@ -189,9 +190,11 @@ index_t forward_on_cuda(BatchView<const Real> logits, BatchView<Real> R, Real* c
     throw Error("forward on cuda needs logits and R both in host memory or both in device memory");
   cuda::require_device();
   if (logits.batch == 0) return 0;
-  cuda::DeviceBuffer counter(sizeof(unsigned long long));
-  cuda::fill_bytes(counter.data(), 0, counter.bytes());
-  auto* invalid = counter.as<unsigned long long>();
+  // A pooled word, filled and read back in the legacy stream's order: no allocation, one wait
+  // (when the logits are on the device).
+  cuda::ReadbackWord counter;
+  counter.fill(0, nullptr);
+  unsigned long long* invalid = counter.device();
   if (logits.space == MemorySpace::device) {
     launch(logits, R, column_violation, invalid);
   } else {
@@ -206,10 +209,9 @@ index_t forward_on_cuda(BatchView<const Real> logits, BatchView<Real> R, Real* c
     cuda::copy_to_host(R.data, out.data(), bytes);
     if (column_violation != nullptr) cuda::copy_to_host(column_violation, cv.data(), cv_bytes);
   }
+  counter.queue_read(nullptr);
   cuda::synchronize("the Sinkhorn forward on cuda");
-  unsigned long long count = 0;
-  cuda::copy_to_host(&count, invalid, sizeof(count));
-  return static_cast<index_t>(count);
+  return static_cast<index_t>(counter.value());
 }
 
 }  // namespace

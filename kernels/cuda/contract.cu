@@ -7,7 +7,7 @@
 
 #include "core/device_runtime.hpp"
 #include "kernels/cuda/check.hpp"
-#include "kernels/cuda/device_memory.hpp"
+#include "kernels/cuda/readback.hpp"
 
 namespace sinkgrad::device {
 namespace {
@@ -53,21 +53,21 @@ void check_output(const BackwardResult<Real>& result, void* stream, BreachReport
   if (result.grad_logits.batch == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
   const index_t blocks = std::min<index_t>((result.grad_logits.batch + 127) / 128, 65535);
-  // The first breach's key on the device, when the caller asks for it.
-  std::optional<cuda::StreamBuffer> key;
+  // The first breach's key on the device, when the caller asks for it: a pooled word, so that
+  // the check allocates nothing.
+  std::optional<cuda::ReadbackWord> key;
   unsigned long long* key_on_device = nullptr;
   if (first != nullptr) {
-    key.emplace(sizeof(unsigned long long), stream);
-    key_on_device = key->as<unsigned long long>();
-    SINKGRAD_CUDA_CHECK(cudaMemsetAsync(key_on_device, 0xFF, sizeof(unsigned long long), s));
+    key.emplace();
+    key_on_device = key->device();
+    key->fill(0xFF, stream);
   }
   contract_kernel<Real><<<static_cast<unsigned>(blocks), 128, 0, s>>>(result, key_on_device);
   SINKGRAD_CUDA_CHECK_LAUNCH("the output contract kernel");
   if (first == nullptr) return;
-  unsigned long long found = ULLONG_MAX;
-  SINKGRAD_CUDA_CHECK(
-      cudaMemcpyAsync(&found, key_on_device, sizeof found, cudaMemcpyDeviceToHost, s));
+  key->queue_read(stream);
   SINKGRAD_CUDA_CHECK(cudaStreamSynchronize(s));
+  const unsigned long long found = key->value();
   if (found == ULLONG_MAX) return;
   first->matrix = static_cast<index_t>(found / 8);
   first->breach = static_cast<Breach>(found % 8);

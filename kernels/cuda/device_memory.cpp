@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+
 #include "kernels/cuda/check.hpp"
 
 namespace sinkgrad::cuda {
@@ -16,6 +18,9 @@ int device_count() {
 }
 
 void require_device() {
+  // A device once found stays usable for the process: later calls skip the runtime query.
+  static std::atomic<bool> found{false};
+  if (found.load(std::memory_order_relaxed)) return;
   int count = 0;
   const cudaError_t code = cudaGetDeviceCount(&count);
   if (code != cudaSuccess) {
@@ -24,6 +29,7 @@ void require_device() {
                 " (use --device cpu, or run on a machine with an NVIDIA GPU and driver)");
   }
   if (count == 0) throw Error("no CUDA device: the CUDA runtime reports none");
+  found.store(true, std::memory_order_relaxed);
 }
 
 void synchronize(const std::string& what) {

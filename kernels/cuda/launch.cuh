@@ -200,29 +200,24 @@ void launch_warp_teams(const Real* in0, const Real* in1, Real* out, SolveStatus*
   storage_reals = team_storage_reals<Shape>(storage_reals);
   auto kernel = &team_kernel<Real, Shape, orientation, listed, Body>;
   const bool staged = !listed && staging_or_override(staging) == Staging::on;
-  int device = 0;
-  SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
-  int limit = 0;
-  SINKGRAD_CUDA_CHECK(
-      cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const std::size_t limit = shared_memory_per_block();
   int teams = team_block_threads / Shape::W;
   const bool two_inputs = in1 != nullptr;
   const auto shared_bytes = [&](int teams) {
     return team_shared_bytes<Shape>(teams, n, storage_reals, two_inputs, staged, sizeof(Real));
   };
-  while (teams > 1 && shared_bytes(teams) > std::size_t(limit) / 2) teams /= 2;
+  while (teams > 1 && shared_bytes(teams) > limit / 2) teams /= 2;
   const std::size_t bytes = shared_bytes(teams);
   // The listed form's list is static shared memory on top.
   const std::size_t list_bytes =
       listed ? listed_capacity(team_block_threads, team_block_threads) * sizeof(index_t) +
                    2 * sizeof(int)
              : 0;
-  if (bytes + list_bytes > std::size_t(limit))
+  if (bytes + list_bytes > limit)
     throw Error("n = " + std::to_string(n) + " needs " + std::to_string(bytes) +
                 " bytes of shared memory per matrix, more than a CUDA block has");
   if (bytes + list_bytes > 48 * 1024)  // static and dynamic together above the default
-    SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(bytes)));
+    allow_dynamic_shared(reinterpret_cast<const void*>(kernel), bytes);
   // As many blocks as stay resident at once, each working through its share of the slices
   // (so that every block has a next slice to stage while it computes).
   const index_t slices = (batch + teams - 1) / teams;

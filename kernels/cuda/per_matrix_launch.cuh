@@ -44,6 +44,7 @@
 
 #include "core/backward_problem.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/launch_cache.hpp"
 #include "kernels/cuda/matrix_subset.hpp"
 #include "kernels/cuda/stream.cuh"
 
@@ -84,29 +85,19 @@ __global__ void per_matrix_kernel(BackwardResult<Real> result, index_t batch, st
 
 // Shared memory a block may use once opted in (cudaFuncAttributeMaxDynamicSharedMemorySize).
 inline std::size_t shared_memory_per_block() {
-  int device = 0;
-  SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
-  int bytes = 0;
-  SINKGRAD_CUDA_CHECK(
-      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return static_cast<std::size_t>(bytes);
+  return device_limits().shared_optin;
 }
 
 inline int multiprocessor_count() {
-  int device = 0;
-  SINKGRAD_CUDA_CHECK(cudaGetDevice(&device));
-  int count = 0;
-  SINKGRAD_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
+  return device_limits().multiprocessors;
 }
 
 // Blocks of `kernel` with `threads` threads and shared_bytes of shared memory that are resident
 // on the device at once (at least one per multiprocessor).
 template <class Kernel>
 index_t resident_blocks(Kernel kernel, int threads, std::size_t shared_bytes) {
-  int per_multiprocessor = 0;
-  SINKGRAD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
-                                                                    threads, shared_bytes));
+  const int per_multiprocessor =
+      blocks_per_multiprocessor(reinterpret_cast<const void*>(kernel), threads, shared_bytes);
   return index_t(per_multiprocessor > 0 ? per_multiprocessor : 1) * multiprocessor_count();
 }
 
@@ -135,8 +126,7 @@ LaunchShape plan_launch(Kernel kernel, index_t batch, std::size_t bytes_per_thre
   if (index_t(threads) > batch) threads = static_cast<int>(batch);
   const std::size_t shared_bytes = bytes_per_thread * threads;
   if (shared_bytes > 48 * 1024)
-    SINKGRAD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(shared_bytes)));
+    allow_dynamic_shared(reinterpret_cast<const void*>(kernel), shared_bytes);
   const index_t needed = (batch + threads - 1) / threads;
   const index_t resident = resident_blocks(kernel, threads, shared_bytes);
   return {static_cast<unsigned>(std::min(needed, resident)), threads, shared_bytes};

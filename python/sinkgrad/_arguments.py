@@ -25,13 +25,15 @@ COMPUTE_NAME = {torch.float32: "float32", torch.float64: "float64",
 def check_logits(logits):
     if not isinstance(logits, torch.Tensor):
         raise TypeError(f"{WHERE}: logits must be a torch.Tensor, got {type(logits).__name__}")
-    if logits.dim() < 2 or logits.shape[-1] != logits.shape[-2] or logits.shape[-1] < 1:
+    shape = logits.shape  # read once: every read builds a torch.Size
+    if len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] < 1:
         raise ValueError(f"{WHERE}: logits must have shape (..., n, n) with n >= 1, got "
-                         f"{tuple(logits.shape)}")
+                         f"{tuple(shape)}")
     if logits.dtype not in COMPUTE:
         raise TypeError(f"{WHERE}: logits of dtype {logits.dtype} are not supported (float32, "
                         "float64, bfloat16 or float16)")
-    if logits.device.type not in ("cpu", "cuda"):
+    # is_cuda first: logits.device builds a torch.device on every read.
+    if not logits.is_cuda and logits.device.type != "cpu":
         raise ValueError(f"{WHERE}: logits on {logits.device} are not supported (cpu or cuda)")
 
 

@@ -57,6 +57,12 @@ def _ints(device, dtype, batch, n, T):
     """The integers of a call checked to fit their C types (int, int, int64_t, int, int); the
     library checks their values (a known device and dtype, batch >= 0, n >= 1, T >= 1) with its
     own messages."""
+    low, high = INT_RANGE
+    if (type(device) is int and type(dtype) is int and type(batch) is int and type(n) is int and
+            type(T) is int and low <= device <= high and low <= dtype <= high and
+            low <= n <= high and low <= T <= high and
+            INT64_RANGE[0] <= batch <= INT64_RANGE[1]):  # every call of the layer: one test
+        return device, dtype, batch, n, T
     return (checked_int("device (an int of the C ABI)", device, *INT_RANGE),
             checked_int("dtype (an int of the C ABI)", dtype, *INT_RANGE),
             checked_int("batch (an int64_t of the C ABI)", batch, *INT64_RANGE),
@@ -273,6 +279,8 @@ _lock = threading.Lock()
 def library():
     """The process's one Library (loaded on first use)."""
     global _library
+    if _library is not None:  # every library call asks: no lock once loaded
+        return _library
     with _lock:
         if _library is None:
             _library = Library(library_path())

@@ -19,15 +19,24 @@ def _dtype_code(tensor):
     return 4 if tensor.dtype == torch.float32 else 8
 
 
+# The current device and the raw handle of its current stream, straight from torch's C side
+# where it has them: torch.cuda.current_device() and current_stream() add a Python call, an
+# initialisation check and a Stream object to every library call (the tensor is on CUDA, so
+# torch has initialised CUDA already).
+_current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+_raw_stream = (getattr(torch._C, "_cuda_getCurrentRawStream", None) or
+               (lambda index: torch.cuda.current_stream(index).cuda_stream))
+
+
 def _on_device(tensor, call):
     """call(stream) with the tensor's device current (the library launches on the current
     device) and PyTorch's current stream of that device; the device switch is skipped when it
     is current already (it costs host time on every call)."""
-    index = tensor.device.index
-    if index == torch.cuda.current_device():
-        return call(torch.cuda.current_stream(index).cuda_stream)
+    index = tensor.get_device()
+    if index == _current_device():
+        return call(_raw_stream(index))
     with torch.cuda.device(index):
-        return call(torch.cuda.current_stream(index).cuda_stream)
+        return call(_raw_stream(index))
 
 
 def forward(logits, iterations, convention=DEFAULT_CONVENTION):
@@ -66,16 +75,17 @@ def solve(logits, R, grad_output, iterations, solver, options, convention=DEFAUL
 
 def _solve(logits, R, grad_output, iterations, solver, options, convention, diagnostics):
     batch, n = R.shape[0], R.shape[-1]
+    device = R.device
     grad = torch.empty_like(R)
-    status = torch.empty(batch, dtype=torch.int32, device=R.device)
-    steps = torch.empty(batch, dtype=torch.int32, device=R.device)
+    status = torch.empty(batch, dtype=torch.int32, device=device)
+    steps = torch.empty(batch, dtype=torch.int32, device=device)
     lib = library()
     pointers = (logits.data_ptr(), R.data_ptr(), grad_output.data_ptr(), grad.data_ptr(),
                 status.data_ptr(), steps.data_ptr())
     if diagnostics is not None:
         for name in DIAGNOSTICS:
             dtype = torch.int32 if name == "zero_entries" else R.dtype
-            diagnostics[name] = torch.empty(batch, dtype=dtype, device=R.device)
+            diagnostics[name] = torch.empty(batch, dtype=dtype, device=device)
         wanted = tuple(diagnostics[name].data_ptr() for name in DIAGNOSTICS)
         if R.is_cuda:
             _on_device(R, lambda stream: lib.solve_diagnosed_async(

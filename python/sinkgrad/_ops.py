@@ -20,12 +20,13 @@ CUSTOM_OPS = (hasattr(torch, "library") and hasattr(torch.library, "custom_op") 
               hasattr(torch.library, "register_autograd"))
 
 
+# torch.compiler.is_compiling where torch has it, looked up once (every layer call asks).
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+
+
 def is_compiling():
     """True while torch.compile (dynamo) traces the caller."""
-    compiler = getattr(torch, "compiler", None)
-    if compiler is not None and hasattr(compiler, "is_compiling"):
-        return compiler.is_compiling()
-    return False
+    return _is_compiling is not None and _is_compiling()
 
 
 if CUSTOM_OPS:

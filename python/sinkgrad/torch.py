@@ -71,13 +71,18 @@ class SolveStats:
 
 def _flat(logits):
     """The library's input: a contiguous (B, n, n) batch in the compute dtype (no copy when the
-    logits are one already)."""
+    logits are one already, and not even a view: each op dispatched costs host time)."""
     n = logits.shape[-1]
-    return logits.to(_arguments.COMPUTE[logits.dtype]).reshape(-1, n, n).contiguous()
+    compute = _arguments.COMPUTE[logits.dtype]
+    if logits.dtype == compute and logits.dim() == 3 and logits.is_contiguous():
+        return logits
+    return logits.to(compute).reshape(-1, n, n).contiguous()
 
 
 def _shaped(R, logits):
-    """R back in the logits' shape and dtype."""
+    """R back in the logits' shape and dtype (R itself when it has them)."""
+    if R.dtype == logits.dtype and R.shape == logits.shape:
+        return R
     return R.view(logits.shape).to(logits.dtype)
 
 
@@ -97,7 +102,9 @@ def _profiler_range(step, what):
 def _backward(ctx, grad_R):
     shape, dtype, iterations, backward, options, on_failure, stats, convention = ctx.setup
     M, R, _ = ctx.saved_tensors
-    G = grad_R.to(R.dtype).reshape(R.shape).contiguous()
+    G = grad_R
+    if G.dtype != R.dtype or G.shape != R.shape or not G.is_contiguous():
+        G = G.to(R.dtype).reshape(R.shape).contiguous()
     diagnostics = {} if stats is not None else None
     grad, status, steps = _kernels.backward(M, R, G, iterations, backward, options, on_failure,
                                             convention, diagnostics)
@@ -106,6 +113,8 @@ def _backward(ctx, grad_R):
         stats.iterations = steps.view(shape[:-2])
         for name, values in diagnostics.items():
             setattr(stats, name, values.view(shape[:-2]))
+    if grad.dtype == dtype and grad.shape == shape:
+        return grad
     return grad.view(shape).to(dtype)
 
 
@@ -142,9 +151,11 @@ class _Sinkhorn(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_R):
-        with torch.no_grad(), _profiler_range("backward", ctx.setup[3]):
+        # Grad mode is on only under create_graph=True; otherwise no_grad would change nothing.
+        twice = torch.is_grad_enabled()
+        with torch.no_grad() if twice else _NO_RANGE, _profiler_range("backward", ctx.setup[3]):
             grad = _backward(ctx, grad_R)
-        if torch.is_grad_enabled():  # create_graph=True: refuse a second derivative later
+        if twice:  # create_graph=True: refuse a second derivative later
             anchors = [ctx.saved_tensors[2]] + ([grad_R] if grad_R.requires_grad else [])
             grad = _NotTwice.apply(grad, *anchors)
         return grad, None, None, None, None, None, None
@@ -188,9 +199,11 @@ def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="
     convention = _arguments.forward_convention(forward, eps)
     options = _arguments.options_text(options)
     dtype_name = _arguments.COMPUTE_NAME[logits.dtype]
-    _arguments.check_solver(backward, options, logits.device.type, dtype_name)
+    device_type = "cuda" if logits.is_cuda else "cpu"  # check_logits allows no other
+    # Each combination asks the library once; later calls find it in check_solver's memo.
+    _arguments.check_solver(backward, options, device_type, dtype_name)
     if on_failure == "unrolled":
-        _arguments.check_solver("unrolled", "", logits.device.type, dtype_name)
+        _arguments.check_solver("unrolled", "", device_type, dtype_name)
     if _ops.is_compiling():
         if not _ops.CUSTOM_OPS:
             raise RuntimeError(f"{_arguments.WHERE}: torch.compile needs torch >= 2.4 "

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "forward/sinkhorn_forward.hpp"
 #include "tests/cuda/parity_support.hpp"
@@ -97,6 +99,33 @@ INSTANTIATE_TEST_SUITE_P(BlockTeam, ForwardParity,
                                            std::tuple{100, 20}, std::tuple{100, 200},
                                            std::tuple{1024, 3}),
                          size_name);
+
+// The synchronous forward reads its count of invalid matrices back through words it keeps and
+// reuses (kernels/cuda/readback.hpp): calls from several threads at once, each with its own
+// number of invalid matrices, each get their own count, every time.
+TEST(ForwardCount, ConcurrentCallsEachCountTheirOwn) {
+  SINKGRAD_REQUIRE_GPU();
+  constexpr int threads = 4, n = 4, T = 20, repeats = 20;
+  constexpr index_t batch = 1024;
+  std::vector<int> wrong(threads, 0);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&wrong, t] {
+      try {
+        HostBatch<float> M(batch, n, 0.5f);
+        for (int k = 0; k <= t; ++k) M(k * 7, 0, 0) = std::numeric_limits<float>::quiet_NaN();
+        cuda::DeviceBatch<float> M_dev(M), R_dev(batch, n);
+        for (int r = 0; r < repeats; ++r)
+          if (sinkhorn_forward<float>(M_dev.view(), T, R_dev.view(), nullptr, Device::cuda) !=
+              t + 1)
+            ++wrong[t];
+      } catch (...) {
+        wrong[t] = repeats;
+      }
+    });
+  for (auto& worker : workers) worker.join();
+  for (int t = 0; t < threads; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
+}
 
 }  // namespace
 }  // namespace sinkgrad::testing
