@@ -79,8 +79,8 @@ TEST(ForwardOption, BadConventionsAndEpsAreRefused) {
                    normal_batch<double>(rng, 2, 3));
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
       {{"--forward", "sinkhorn"},
-       "unknown forward convention 'sinkhorn' (use columns_first, "
-       "rows_first or tilekernels)"},
+       "unknown forward convention 'sinkhorn' (use columns_first, rows_first, tilekernels, "
+       "megatron_main, magi2, mhc_triton, maxtext, megatron_dev)"},
       {{"--forward", "rows_first", "--eps", "-1e-6"}, "eps must be finite and >= 0"},
       {{"--forward", "tilekernels", "--eps", "nan"}, "eps must be finite and >= 0"},
       {{"--eps", "inf"}, "eps must be finite and >= 0"},
