@@ -51,23 +51,24 @@ std::string forward_formula(ForwardConvention convention) {
   const char* shifts[] = {"", " - row max", " - column max", " - global max"};
   std::ostringstream text;
   if (r.base == ForwardBase::softmax_rows)
-    text << "softmax_rows(M) + eps; " << second << "; T - 1 times " << first << ", " << second;
+    text << "softmax_rows(M) + eps, " << second << ", T - 1 times " << first << " then " << second;
   else
     text << (r.base == ForwardBase::abs
                  ? std::string("|M| + eps")
                  : "exp(M" + std::string(shifts[static_cast<int>(r.shift)]) + ")")
-         << "; T times " << first << ", " << second;
-  text << "; " << (r.guard == DenominatorGuard::max_eps ? "max(sum, eps)" : "sum + eps") << "; eps "
-       << r.default_eps << " by default";
+         << ", T times " << first << " then " << second;
+  text << ", " << (r.guard == DenominatorGuard::max_eps ? "max(sum, eps)" : "sum + eps")
+       << " (default eps " << r.default_eps << ")";
   return text.str();
 }
 
 std::string forward_conventions_help() {
   std::string text;
   for (const ConventionName& entry : convention_names) {
-    text += (text.empty() ? "" : "; ") + std::string(entry.name) + ": ";
-    text += entry.name == to_string(entry.convention) ? forward_formula(entry.convention)
-                                                      : std::string(to_string(entry.convention));
+    text += (text.empty() ? "" : "; ") + std::string(entry.name);
+    text += entry.name == to_string(entry.convention)
+                ? ": " + forward_formula(entry.convention)
+                : " = " + std::string(to_string(entry.convention));
   }
   return text;
 }

@@ -81,9 +81,9 @@ std::string_view to_string(ForwardConvention convention);
 ForwardConvention parse_forward_convention(std::string_view text);
 // "columns_first, rows_first, ...": every accepted name, for messages and help texts.
 std::string forward_convention_names();
-// "exp(M - row max); T times rows, columns; max(sum, eps); eps 1e-06 by default": the recipe.
+// "exp(M - row max), T times rows then columns, max(sum, eps) (default eps 1e-06)": the recipe.
 std::string forward_formula(ForwardConvention convention);
-// "columns_first: <formula>; ...; maxtext: tilekernels; ...": every name, for help texts.
+// "columns_first: <formula>; ...; maxtext = tilekernels; ...": every name, for help texts.
 std::string forward_conventions_help();
 // The eps a convention uses when none is given (forward_recipe's default_eps).
 double default_forward_eps(ForwardConvention convention);

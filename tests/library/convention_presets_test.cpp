@@ -62,6 +62,7 @@ Transcription transcription(const std::string& preset) {
 struct Tape {
   Square M, base, X;
   std::vector<Division> divisions;
+  int clamped = 0;  // lines whose clamp took eps
 };
 
 Wide denominator(Wide sum, Wide eps, bool clamp) {
@@ -93,8 +94,10 @@ Tape run_transcription(const Transcription& t, const Square& M, int n, int T, Wi
   tape.X = B;
   for (char axis : axes) {
     Division d{axis, tape.X, std::vector<Wide>(n, 0)};
-    for (int a = 0; a < n; ++a)
+    for (int a = 0; a < n; ++a) {
       for (int k = 0; k < n; ++k) d.sums[a] += axis == 'c' ? tape.X[k * n + a] : tape.X[a * n + k];
+      tape.clamped += t.clamp && d.sums[a] < eps;
+    }
     for (int a = 0; a < n; ++a)
       for (int k = 0; k < n; ++k)
         (axis == 'c' ? tape.X[k * n + a] : tape.X[a * n + k]) /=
@@ -174,6 +177,7 @@ const Preset presets[] = {
 TEST(ConventionPresets, ForwardAndUnrolledMatchEachProjectsReferenceCode) {
   auto rng = make_rng(5101);
   const auto solver = SolverConfig{"unrolled", {}}.create();
+  int clamped = 0;  // megatron_main's lines divided by eps: the branch is tested, not only sums
   for (const Preset& p : presets)
     for (int n = 1; n <= 16; ++n)
       for (int T : {1, 3, 20})
@@ -191,6 +195,7 @@ TEST(ConventionPresets, ForwardAndUnrolledMatchEachProjectsReferenceCode) {
           const int nn = n * n;
           for (index_t b = 0; b < M.batch(); ++b) {
             const Tape tape = run_transcription(t, widen(M.data() + b * nn, n), n, T, spec.eps);
+            clamped += tape.clamped;
             Wide forward_error = 0;
             for (int k = 0; k < nn; ++k)
               forward_error = std::max(forward_error, std::fabs(R.data()[b * nn + k] - tape.X[k]));
@@ -205,6 +210,63 @@ TEST(ConventionPresets, ForwardAndUnrolledMatchEachProjectsReferenceCode) {
                       std::max(1e-10 * static_cast<double>(max_abs(ref)), 1e-14));
           }
         }
+  EXPECT_GT(clamped, 0);
+}
+
+// The implicit solvers read R, G, the exact side and the invariant side, and those come from a
+// preset's data: each new preset gives, on the same R and G, the bits of the existing preset
+// with the same sides (megatron_main: columns exact, rows invariant, as rows_first without eps;
+// magi2 without eps: rows exact, columns invariant, as columns_first; mhc_triton: columns
+// exact, no invariant side, as rows_first with eps).
+TEST(ConventionPresets, ImplicitSolversTakeTheirSidesFromTheData) {
+  auto rng = make_rng(5102);
+  const std::pair<ForwardSpec, ForwardSpec> pairs[] = {
+      {make_forward_spec("megatron_main"), make_forward_spec("rows_first")},
+      {make_forward_spec("magi2", 0.0), make_forward_spec("columns_first")},
+      {make_forward_spec("mhc_triton"), make_forward_spec("rows_first", 1e-3)},
+  };
+  for (const auto& config : implicit_solver_configs())
+    for (const auto& [preset, same_sides] : pairs)
+      for (int n : {3, 8}) {
+        SCOPED_TRACE(config.label() + " " + describe(preset) + " n " + std::to_string(n));
+        const auto M = normal_batch<double>(rng, 3, n, 1.0);
+        const auto G = normal_batch<double>(rng, 3, n, 1.0);
+        HostBatch<double> R(M.batch(), n);
+        sinkhorn_forward<double>(M.view(), 4, R.view(), nullptr, Device::cpu, preset);
+        const auto solver = config.create();
+        const auto a = solve(*solver, M, R, G, 4, false, preset);
+        const auto b = solve(*solver, M, R, G, 4, false, same_sides);
+        EXPECT_TRUE(same_bits(a.grad.data(), b.grad.data(), static_cast<int>(R.size())));
+      }
+}
+
+// Where a preset's R does not see a shift along one side, unrolled's gradient sums to zero
+// along it: megatron_main's rows whatever eps (its base subtracts the row max), magi2's columns
+// without eps.
+TEST(ConventionPresets, UnrolledSumsToZeroAlongTheInvariantSide) {
+  auto rng = make_rng(5103);
+  const auto solver = SolverConfig{"unrolled", {}}.create();
+  for (const auto& [spec, rows] : {std::pair{make_forward_spec("megatron_main"), true},
+                                   std::pair{make_forward_spec("megatron_main", 0.5), true},
+                                   std::pair{make_forward_spec("magi2", 0.0), false}}) {
+    SCOPED_TRACE(describe(spec));
+    const int n = 6, T = 3;
+    const auto M = normal_batch<double>(rng, 4, n, 3.0);
+    const auto G = normal_batch<double>(rng, 4, n, 1.0);
+    HostBatch<double> R(M.batch(), n);
+    sinkhorn_forward<double>(M.view(), T, R.view(), nullptr, Device::cpu, spec);
+    const auto sol = solve(*solver, M, R, G, T, false, spec);
+    for (index_t b = 0; b < M.batch(); ++b)
+      for (int a = 0; a < n; ++a) {
+        double sum = 0, size = 0;
+        for (int k = 0; k < n; ++k) {
+          const double g = sol.grad.data()[b * n * n + (rows ? a * n + k : k * n + a)];
+          sum += g;
+          size += std::fabs(g);
+        }
+        EXPECT_LE(std::fabs(sum), 1e-13 * std::max(size, 1.0));
+      }
+  }
 }
 
 }  // namespace
