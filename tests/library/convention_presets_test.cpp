@@ -240,6 +240,21 @@ TEST(ConventionPresets, ImplicitSolversTakeTheirSidesFromTheData) {
       }
 }
 
+// auto's corrected formula is no derivative of mhc_triton's forward (|M| + eps is no scaling of
+// exp(M)): every matrix takes unrolled's gradient, with status fallback.
+TEST(ConventionPresets, AutoFallsBackEverywhereForAnAbsBase) {
+  auto rng = make_rng(5104);
+  const ForwardSpec spec = make_forward_spec("mhc_triton");
+  const auto M = normal_batch<double>(rng, 5, 4, 1.0);
+  const auto G = normal_batch<double>(rng, 5, 4, 1.0);
+  HostBatch<double> R(M.batch(), 4);
+  sinkhorn_forward<double>(M.view(), 20, R.view(), nullptr, Device::cpu, spec);
+  const auto a = solve(*SolverConfig{"auto", {}}.create(), M, R, G, 20, false, spec);
+  const auto u = solve(*SolverConfig{"unrolled", {}}.create(), M, R, G, 20, false, spec);
+  EXPECT_TRUE(same_bits(a.grad.data(), u.grad.data(), static_cast<int>(R.size())));
+  for (const SolveStatus status : a.status) EXPECT_EQ(status, SolveStatus::fallback);
+}
+
 // Where a preset's R does not see a shift along one side, unrolled's gradient sums to zero
 // along it: megatron_main's rows whatever eps (its base subtracts the row max), magi2's columns
 // without eps.
