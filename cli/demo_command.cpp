@@ -12,6 +12,7 @@
 
 #include "cli/command.hpp"
 #include "cli/demo_report.hpp"
+#include "core/forward_spec.hpp"
 #include "core/limits.hpp"
 #include "io/memory_budget.hpp"
 
@@ -115,9 +116,9 @@ Command make_demo_command() {
         ("dtype", po::value<std::string>()->default_value("float64")->value_name("float32|float64"),
          "precision")  //
         ("forward", po::value<std::string>()->default_value("columns_first")->value_name("NAME"),
-         "forward convention: columns_first, rows_first or tilekernels (see 'grad --help')")  //
+         ("forward convention: " + forward_convention_names() + " (see 'grad --help')").c_str())  //
         ("eps", po::value<double>()->value_name("X"),
-         "the forward's eps, finite and >= 0 (default 0; 1e-6 for tilekernels)");
+         "the forward's eps, finite and >= 0 (default: the convention's own, 'grad --help')");
   };
   command.run = run_demo_command;
   return command;

@@ -13,6 +13,7 @@
 #include "cli/grad_solve.hpp"
 #include "cli/interrupt_cleanup.hpp"
 #include "cli/text_format.hpp"
+#include "core/forward_spec.hpp"
 #include "core/limits.hpp"
 #include "core/solver_registry.hpp"
 #include "io/hdf5.hpp"
@@ -157,7 +158,7 @@ Command make_grad_command() {
       "Output (replaced only when complete; an existing file is left untouched on any error): "
       "'R' and 'grad_logits' (B, n, n) in --dtype, 'status' and 'iterations' (B) int32, "
       "'column_violation' (B) in --dtype = max |sum - 1| over the marginal the forward's last "
-      "step leaves inexact (columns for columns_first, rows for rows_first and tilekernels); "
+      "step leaves inexact (columns where the first step normalises columns, else rows); "
       "attributes solver, options, T, forward, eps, dtype, device, sinkgrad_version, input, "
       "status_codes.\n\n"
       "Status codes: 0 ok, 1 not_converged (CG stopped at max_iterations; its last iterate is "
@@ -182,12 +183,10 @@ Command make_grad_command() {
         ("iterations,T", po::value<int>()->default_value(20)->value_name("T"),
          "Sinkhorn iterations of the forward (T >= 1)")  //
         ("forward", po::value<std::string>()->default_value("columns_first")->value_name("NAME"),
-         "forward convention: columns_first (exp(M), T times columns then rows), rows_first "
-         "(rows then columns), tilekernels (softmax_rows(M) + eps, columns, then T - 1 times "
-         "rows and columns)")  //
+         ("forward convention: " + forward_conventions_help()).c_str())  //
         ("eps", po::value<double>()->value_name("X"),
-         "added to every normalising denominator, finite and >= 0 (default 0; 1e-6 for "
-         "tilekernels)")  //
+         "the eps of every normalising denominator (sum + eps or max(sum, eps)) and of the "
+         "base, finite and >= 0 (default: the convention's own, as listed under --forward)")  //
         ("dtype", po::value<std::string>()->value_name("float32|float64"),
          "precision of the computation and of the output (default: that of the input's "
          "logits)")  //

@@ -10,9 +10,10 @@ from plot_style import (FLOOR, T_axis, finish, mean_over_seeds, series_label, se
 
 
 def forward_order(label):
-    """columns_first, rows_first, tilekernels; each by eps."""
+    """columns_first, rows_first, tilekernels, then the other presets by name; each by eps."""
     name, _, eps = label.partition(" eps=")
-    return (["columns_first", "rows_first", "tilekernels"].index(name), float(eps or 0))
+    order = ["columns_first", "rows_first", "tilekernels"]
+    return (order.index(name) if name in order else len(order), name, float(eps or 0))
 
 
 def plot_forwards(runs, logits, study, made, path, dpi):

@@ -12,7 +12,8 @@ enum class ForwardForm {
   seeds_team,         // the seeds' forward in team form (forward_team.hpp)
   convention_team,    // a forward with eps or tilekernels in team form (convention_team.hpp)
   seeds_matrix,       // the default forward one matrix at a time (log_domain.hpp)
-  convention_matrix,  // any other, one matrix at a time (convention_forward.hpp)
+  convention_matrix,  // any other, one matrix at a time (convention_forward.hpp); every n for
+                      // a convention without a team form (has_team_form)
 };
 
 struct ForwardPlan {
@@ -24,7 +25,7 @@ struct ForwardPlan {
 };
 
 inline ForwardPlan forward_plan(const ForwardSpec& spec, int n, int max_team_n) {
-  if (n > max_team_n)
+  if (n > max_team_n || !has_team_form(spec.convention))
     return {is_default_forward(spec) ? ForwardForm::seeds_matrix : ForwardForm::convention_matrix,
             false};
   return {is_seeds_forward_up_to_transpose(spec) ? ForwardForm::seeds_team

@@ -4,8 +4,9 @@ invariant subspace, and an observer of the logits and their gradient on measured
 
 The invariant subspace (docs/math.md, "The forward's invariant subspace"): R does not change
 when a constant is added to every entry of one line of the logits along the side the forward
-normalises first, a column for columns_first (eps = 0), a row for rows_first (eps = 0) and
-tilekernels (any eps: its softmax over rows comes before eps). The exact gradient sums to zero
+normalises first, a column for columns_first and magi2 (eps = 0), a row for rows_first (eps = 0),
+tilekernels and megatron_main (any eps: a softmax over rows, or exp(logits - row max), comes
+before eps); mhc_triton's |logits| has none. The exact gradient sums to zero
 along that side. The projection here is the Frobenius-orthogonal one, g - mean along the side,
 applied to the layer's gradient as it flows back (an autograd function around the layer); the
 library's own project=true is the 1/R-weighted one, kept off for both plain backwards here so
@@ -27,11 +28,11 @@ LAYER_CALL = {"cg_plain": ("cg_plain", {"project": False}),
 def invariant_dim(forward, eps):
     """The dimension of an (..., n, n) logits tensor that the invariant shift runs along (the
     sum that the exact gradient has zero), or None where there is no invariant side."""
-    if forward == "tilekernels":
-        return -1
-    if eps != 0:
+    if forward in ("tilekernels", "maxtext", "megatron_dev", "megatron_main"):
+        return -1  # a row softmax or exp(logits - row max): rows shift out whatever eps
+    if eps != 0 or forward == "mhc_triton":
         return None
-    return -2 if forward == "columns_first" else -1
+    return -2 if forward in ("columns_first", "magi2") else -1
 
 
 def invariant_part(g, dim):

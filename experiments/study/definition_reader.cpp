@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "core/forward_spec.hpp"
 #include "experiments/study/definition.hpp"
 #include "experiments/study/definition_entries.hpp"
 
@@ -31,10 +32,10 @@ const KeyTable& fixed_keys() {
       {"forward",
        {{"T", "integers >= 1 (forward iterations)"},
         {"precision", "float32, float64"},
-        {"convention", "columns_first, rows_first, tilekernels"},
+        {"convention", forward_convention_names()},
         {"eps",
-         "numbers >= 0 (added to every normalising denominator; default 0, 1e-6 for "
-         "tilekernels)"}}},
+         "numbers >= 0 (the eps of every normalising denominator; default: the convention's "
+         "own)"}}},
       {"solvers", {{"use", "all, or solver names"}}},
       {"run", {{"devices", "cpu, cuda, default (cuda when a GPU is usable, else cpu)"}}},
       {"references",

@@ -1,6 +1,7 @@
 #include "experiments/study/log_descriptions.hpp"
 
 #include "core/error.hpp"
+#include "core/forward_spec.hpp"
 
 namespace sinkgrad::study {
 
@@ -53,8 +54,8 @@ const std::vector<GroupDescription>& attribute_descriptions() {
         {"options", "", "every option of the solver, key=value separated by blanks"},
         {"option.*", "", "one option's value"},
         {"device", "", "cpu or cuda"},
-        {"forward", "", "forward convention: columns_first, rows_first or tilekernels"},
-        {"eps", "", "the forward's epsilon, added to every normalising denominator"},
+        {"forward", "", "forward convention: " + forward_convention_names()},
+        {"eps", "", "the forward's epsilon, of every normalising denominator"},
         {"started", "ISO 8601 UTC", "when the run started"},
         {"wall_seconds", "s", "the whole run: forward, solves, metrics, iterate re-solves"},
         {"forward_violation_max", "",

@@ -113,10 +113,12 @@ SINKGRAD_C_API int sinkgrad_has_cuda(void);
 SINKGRAD_C_API int sinkgrad_default_eps(const char* convention, double* eps);
 
 /* The same two for a chosen forward convention (docs/math.md, "Forward conventions"):
- * convention "columns_first" (what the two above run), "rows_first" or "tilekernels" (NULL
- * means columns_first); eps, finite and >= 0, is added to every normalising denominator (the
- * conventions' own values, sinkgrad_default_eps: 0 for columns_first and rows_first, 1e-6 for
- * tilekernels). An unknown name or a bad eps is an error naming what is allowed. The solve must be
+ * convention "columns_first" (what the two above run), "rows_first", "tilekernels",
+ * "megatron_main", "magi2", "mhc_triton" or an alias ("maxtext", "megatron_dev": tilekernels)
+ * (NULL means columns_first); eps, finite and >= 0, is the eps of every normalising denominator
+ * (sum + eps, or max(sum, eps) for megatron_main) and of the base where it has one (the
+ * conventions' own values: sinkgrad_default_eps). An unknown name or a bad eps is an error naming
+ * what is allowed. The solve must be
  * told the convention that produced R: unrolled differentiates it, the plain systems take its exact
  * side. */
 SINKGRAD_C_API int sinkgrad_forward_convention(int device, int dtype, int64_t batch, int n, int T,

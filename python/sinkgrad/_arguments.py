@@ -10,7 +10,9 @@ from sinkgrad import _kernels
 from sinkgrad._capi import SinkgradError, checked_int, library
 
 WHERE = "sinkgrad.torch.sinkhorn"
-FORWARDS = ("columns_first", "rows_first", "tilekernels")
+# The library's names (core/forward_spec.cpp): its presets, then the aliases of a preset.
+FORWARDS = ("columns_first", "rows_first", "tilekernels", "megatron_main", "magi2", "mhc_triton",
+            "maxtext", "megatron_dev")
 ON_FAILURE = ("keep", "unrolled", "raise")
 # The forward's T: the command line's bound (sinkgrad grad --iterations), far beyond any T a
 # model trains with; unrolled keeps O(nT) per matrix.

@@ -41,7 +41,7 @@ def _on_device(tensor, call):
 
 def forward(logits, iterations, convention=DEFAULT_CONVENTION):
     """R of the library's forward of `convention`, (name, eps): columns_first (exp(logits),
-    columns then rows, T times), rows_first or tilekernels."""
+    columns then rows, T times) or another of _arguments.FORWARDS."""
     R = torch.empty_like(logits)
     batch, n = logits.shape[0], logits.shape[-1]
     lib = library()

@@ -180,11 +180,15 @@ def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="
     far from converged (status fallback). options: a dict passed to the solver as
     --option key=value is. forward: the forward convention, "columns_first" (exp(logits), T times
     columns then rows), "rows_first" (TransformerEngine: rows then columns) or "tilekernels"
-    (DeepSeek TileKernels: softmax_rows(logits) + eps, columns, then T - 1 times rows and
-    columns); the backward differentiates the forward chosen. eps: added to every normalising
-    denominator, X / (X.sum(axis) + eps), finite and >= 0; None is the convention's own (1e-6
-    for tilekernels, 0 for the others). stats: a SolveStats to receive the backward's
-    per-matrix status and iterations.
+    (DeepSeek TileKernels, MaxText: softmax_rows(logits) + eps, columns, then T - 1 times rows
+    and columns), "megatron_main" (Megatron-LM main: exp(logits - row max), T times rows then
+    columns, denominators max(sum, eps)), "magi2" (MAGI-2: exp(logits - global max), T times
+    columns then rows) or "mhc_triton" (NucleusAI mHC-triton: |logits| + eps, T times rows then
+    columns); aliases "maxtext" and "megatron_dev" name tilekernels (docs/math.md, "Forward
+    conventions"). The backward differentiates the forward chosen. eps: of every normalising
+    denominator, X / (X.sum(axis) + eps) (max(sum, eps) for megatron_main), finite and >= 0;
+    None is the convention's own (sinkgrad.torch.default_eps). stats: a SolveStats to receive
+    the backward's per-matrix status and iterations.
     on_failure: "unrolled" (the default: failed matrices are recomputed by the unrolled solver,
     those only, without waiting for the GPU; their status stays the solver's), "keep" (they
     keep what the solver wrote: NaN, or the last CG iterate), "raise" (SolveFailure naming how

@@ -44,9 +44,14 @@ class AutoSolver : public SolverVariants<AutoSolver> {
   void run(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
            Device device) const {
     const int n = problem.grad_output.n;
-    const auto max_violation =
-        static_cast<Real>(options().is_auto("max_violation") ? default_max_violation
-                                                             : options().real("max_violation"));
+    // |M| + eps (mhc_triton) is no diagonal scaling of exp(M), so the corrected formula is not
+    // the derivative of that forward at any violation (docs/math.md): every matrix falls back.
+    const bool implicit_applies =
+        forward_recipe(problem.forward.convention).base != ForwardBase::abs;
+    const auto max_violation = !implicit_applies ? Real(-1)
+                               : options().is_auto("max_violation")
+                                   ? static_cast<Real>(default_max_violation)
+                                   : static_cast<Real>(options().real("max_violation"));
     cg_corrected_batch(problem, result, device,
                        cg_settings<Real>(options(), n, cg_corrected_auto_iterations(n)),
                        options().text("project") == "true", max_violation);

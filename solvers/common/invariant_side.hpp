@@ -16,20 +16,19 @@ enum class GradientSide { none, rows, columns };
 
 namespace sinkgrad {
 
-// The side of M along which the forward is invariant to a constant shift: its first step
-// normalises that side of exp(M) (columns_first: columns; rows_first: rows) or takes a softmax
-// over it (tilekernels: rows, whatever eps). A denominator X.sum + eps with eps > 0 sees the
-// shift, so columns_first and rows_first with eps have no invariant side.
+// The side of M along which the forward is invariant to a constant shift: its base already
+// removes a shift along that side (the row softmax of tilekernels, exp(M - row max) of
+// megatron_main: rows, whatever eps), or its first step normalises that side of exp(M) without
+// eps (columns_first and magi2: columns; rows_first: rows). A denominator with eps > 0 sees the
+// shift, and |M| none, so the others have no invariant side.
 inline math::GradientSide invariant_side(const ForwardSpec& spec) {
-  switch (spec.convention) {
-    case ForwardConvention::tilekernels:
-      return math::GradientSide::rows;
-    case ForwardConvention::rows_first:
-      return spec.eps == 0 ? math::GradientSide::rows : math::GradientSide::none;
-    case ForwardConvention::columns_first:
-      return spec.eps == 0 ? math::GradientSide::columns : math::GradientSide::none;
-  }
-  return math::GradientSide::none;
+  const ForwardRecipe recipe = forward_recipe(spec.convention);
+  const auto first = recipe.rows_first ? math::GradientSide::rows : math::GradientSide::columns;
+  if (recipe.base == ForwardBase::softmax_rows) return math::GradientSide::rows;
+  if (recipe.base == ForwardBase::abs) return math::GradientSide::none;
+  if (recipe.shift == (recipe.rows_first ? BaseShift::row_max : BaseShift::column_max))
+    return first;
+  return spec.eps == 0 ? first : math::GradientSide::none;
 }
 
 // The same side seen by a solve of the transposed problem (R^T, G^T; exact_side.hpp).

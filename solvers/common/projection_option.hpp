@@ -10,8 +10,9 @@ namespace sinkgrad {
 inline OptionSpec project_option_spec() {
   return OptionSpec::choice("project", {"true", "false"},
                             "true: remove from each line of the gradient along the side the "
-                            "forward is invariant to (columns for columns_first, rows for "
-                            "rows_first and tilekernels; none with eps > 0 but for tilekernels) "
+                            "forward is invariant to (the side its first step normalises, "
+                            "without eps; rows for tilekernels and megatron_main whatever eps; "
+                            "none for mhc_triton) "
                             "its sum times R's line over R's sum, as the exact gradient has zero "
                             "sums there; false: the implicit formula as it is");
 }

@@ -3,14 +3,14 @@
 // one matrix at a time, shared by the CPU and CUDA variants above the team sizes: the exact
 // derivative of the computed forward, eps included.
 //
-// Every iterate is X = exp(log B + f 1^T + 1 g^T) (B = exp(M), or tilekernels' softmax base),
-// so the adjoint is propagated in log space: W = X ⊙ dL/dX, the gradient with respect to log X.
-// Reversing X = Y / (Y.sum(axis) + eps) gives W_Y = W - X ⊙ (W summed along the axis,
-// broadcast back): d log(s + eps) / d log Y = Y / (s + eps) = X, so eps changes the iterates but
-// not the form. W stays bounded for logits of any magnitude, and the replay needs only the
-// potentials, n numbers a side per step. The sweep ends with W = dL/d log B: that is dL/dM for
-// B = exp(M); for tilekernels' B = S + eps (S = softmax_rows(M)), W_S = W ⊙ S / (S + eps) and
-// then the softmax's own reverse, dL/dM = W_S - S ⊙ (W_S 1) 1^T.
+// Every iterate is X = exp(log B + f 1^T + 1 g^T) (B the convention's base), so the adjoint is
+// propagated in log space: W = X ⊙ dL/dX, the gradient with respect to log X. Reversing
+// X = Y / (Y.sum(axis) + eps) gives W_Y = W - X ⊙ (W summed along the axis, broadcast back):
+// d log(s + eps) / d log Y = Y / (s + eps) = X, so eps changes the iterates but not the form;
+// under max(s, eps) a line whose denominator was eps leaves W as it is (the branch taken is
+// differentiated, as autograd does). W stays bounded for logits of any magnitude, and the replay
+// needs only the potentials, n numbers a side per step. The sweep ends with W = dL/d log B,
+// which convention_base_back takes to dL/dM.
 //
 // When the workspace cannot hold the potentials of all T steps (GPU shared memory), both
 // potentials are kept at checkpoints every L steps and one segment of L steps is recomputed at
@@ -38,17 +38,61 @@ SINKGRAD_HD int convention_unrolled_segment(int n, int T, long long capacity) {
   return best;
 }
 
-// W -= X ⊙ (W summed along rows (rows = true) or columns, broadcast), X = exp(log B + f + g).
+// W -= X ⊙ (W summed along rows (rows = true) or columns, broadcast), X = exp(log B + f + g),
+// for every line whose denominator was its sum; old: that side's potentials before the step
+// (read only under max(s, eps), to find the lines whose denominator was the constant eps).
 template <class Real>
 SINKGRAD_HD void convention_step_back(const ConventionForward<Real>& c, const Real* M,
-                                      const Real* lse, const Real* f, const Real* g, Real* W, int n,
-                                      bool rows) {
+                                      const Real* lse, const Real* f, const Real* g,
+                                      const Real* old, Real* W, int n, bool rows) {
   for (int a = 0; a < n; ++a) {
+    if (c.max_guard &&
+        guard_takes_eps(c, old[a], line_logsumexp(c, M, lse, rows ? g : f, n, a, !rows)))
+      continue;
     Real sum = 0;
     for (int k = 0; k < n; ++k) sum += rows ? W[a * n + k] : W[k * n + a];
     for (int k = 0; k < n; ++k) {
       const int i = rows ? a : k, j = rows ? k : a;
       W[i * n + j] -= exp_of(log_base(c, M, lse, n, i, j) + f[i] + g[j]) * sum;
+    }
+  }
+}
+
+// W = dL/d log B into dL/dM, in place: the softmax's reverse (W_S = W ⊙ S / (S + eps), then
+// W_S - S ⊙ (W_S 1) 1^T), |M|'s (W sign(M) / (|M| + eps)), or a shift's (its maximum entry
+// takes minus the sum of W over the line or matrix it shifts; the first maximum, as ties do not
+// occur in real logits).
+template <class Real>
+SINKGRAD_HD void convention_base_back(const ConventionForward<Real>& c, const Real* M,
+                                      const Real* lse, Real* W, int n) {
+  if (c.softmax_base) {
+    for (int i = 0; i < n; ++i) {
+      Real* row = W + i * n;
+      Real sum = 0;
+      for (int j = 0; j < n; ++j) {
+        const Real s = exp_of(M[i * n + j] - lse[i]);
+        row[j] *= s / (s + c.eps);
+        sum += row[j];
+      }
+      for (int j = 0; j < n; ++j) row[j] -= exp_of(M[i * n + j] - lse[i]) * sum;
+    }
+  } else if (c.abs_base) {
+    for (int k = 0; k < n * n; ++k)
+      W[k] = M[k] == Real(0) ? Real(0) : (M[k] > Real(0) ? W[k] : -W[k]) / (abs_of(M[k]) + c.eps);
+  } else if (c.shift != BaseShift::none) {
+    const bool global = c.shift == BaseShift::global_max;
+    const bool columns = c.shift == BaseShift::column_max;
+    const int lines = global ? 1 : n, count = global ? n * n : n;
+    for (int a = 0; a < lines; ++a) {
+      // line a: M[first + k stride], k < count
+      const int first = global ? 0 : columns ? a : a * n, stride = columns ? n : 1;
+      Real sum = 0;
+      int top = 0;
+      for (int k = 0; k < count; ++k) {
+        sum += W[first + k * stride];
+        if (M[first + k * stride] > M[first + top * stride]) top = k;
+      }
+      W[first + top * stride] -= sum;
     }
   }
 }
@@ -87,7 +131,7 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_matrix(const ConventionForward<Rea
   Real* checkpoints = lse + n;                     // f, g after step s L, s = 1 .. segments - 1
   Real* F = checkpoints + 2 * (segments - 1) * n;  // F + k n: f after step start + k
   Real* Gp = F + (L + 1) * n;                      // Gp + k n: g after step start + k
-  if (c.softmax_base) row_logsumexp(M, n, lse);
+  base_normalisers(c, M, n, lse);
   fill(F, n, Real(0));
   fill(Gp, n, Real(0));
   for (int s = 0; s + 1 < segments; ++s) {
@@ -119,26 +163,15 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_matrix(const ConventionForward<Rea
       const Real* f = F + (t - start) * n;
       const Real* g = Gp + (t - start) * n;
       if (c.rows_first) {
-        convention_step_back(c, M, lse, f, g, grad, n, /*rows=*/false);
-        if (step_has_rows(c, t)) convention_step_back(c, M, lse, f, g - n, grad, n, true);
+        convention_step_back(c, M, lse, f, g, g - n, grad, n, /*rows=*/false);
+        if (step_has_rows(c, t)) convention_step_back(c, M, lse, f, g - n, f - n, grad, n, true);
       } else {
-        convention_step_back(c, M, lse, f, g, grad, n, /*rows=*/true);
-        convention_step_back(c, M, lse, f - n, g, grad, n, false);
+        convention_step_back(c, M, lse, f, g, f - n, grad, n, /*rows=*/true);
+        convention_step_back(c, M, lse, f - n, g, g - n, grad, n, false);
       }
     }
   }
-  if (c.softmax_base) {
-    for (int i = 0; i < n; ++i) {
-      Real* W = grad + i * n;
-      Real sum = 0;
-      for (int j = 0; j < n; ++j) {
-        const Real s = exp_of(M[i * n + j] - lse[i]);
-        W[j] *= s / (s + c.eps);
-        sum += W[j];
-      }
-      for (int j = 0; j < n; ++j) W[j] -= exp_of(M[i * n + j] - lse[i]) * sum;
-    }
-  }
+  convention_base_back(c, M, lse, grad, n);
   if (!all_finite(grad, nn)) {
     fill(grad, nn, quiet_nan<Real>());
     return {SolveStatus::breakdown, T};

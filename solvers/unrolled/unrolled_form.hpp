@@ -9,7 +9,8 @@ namespace sinkgrad {
 enum class UnrolledForm {
   seeds_team,       // the seeds' forward in team form (unrolled_team.hpp)
   convention_team,  // a forward with eps or tilekernels in team form (convention_unrolled_team.hpp)
-  log_domain,       // every convention one matrix at a time (convention_unrolled.hpp)
+  log_domain,       // every convention one matrix at a time (convention_unrolled.hpp); every n
+                    // for a convention without a team form (has_team_form)
 };
 
 struct UnrolledPlan {
@@ -22,7 +23,7 @@ struct UnrolledPlan {
 
 inline UnrolledPlan unrolled_plan(const ForwardSpec& spec, int n, int max_team_n) {
   const bool transposed = last_step_normalises_columns(spec.convention);
-  if (n > max_team_n) return {UnrolledForm::log_domain, false};
+  if (n > max_team_n || !has_team_form(spec.convention)) return {UnrolledForm::log_domain, false};
   if (is_seeds_forward_up_to_transpose(spec)) return {UnrolledForm::seeds_team, transposed};
   return {UnrolledForm::convention_team, transposed};
 }

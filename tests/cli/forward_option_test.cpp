@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/cli/cli_test_support.hpp"
@@ -79,8 +80,8 @@ TEST(ForwardOption, BadConventionsAndEpsAreRefused) {
                    normal_batch<double>(rng, 2, 3));
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
       {{"--forward", "sinkhorn"},
-       "unknown forward convention 'sinkhorn' (use columns_first, "
-       "rows_first or tilekernels)"},
+       "unknown forward convention 'sinkhorn' (use columns_first, rows_first, tilekernels, "
+       "megatron_main, magi2, mhc_triton, maxtext, megatron_dev)"},
       {{"--forward", "rows_first", "--eps", "-1e-6"}, "eps must be finite and >= 0"},
       {{"--forward", "tilekernels", "--eps", "nan"}, "eps must be finite and >= 0"},
       {{"--eps", "inf"}, "eps must be finite and >= 0"},
@@ -110,6 +111,41 @@ TEST(ForwardOption, DemoRunsEachConvention) {
     EXPECT_NE(run.out.find("max|r - 1|"), std::string::npos) << run.out;
     EXPECT_NE(run.out.find("cg_corrected"), std::string::npos) << run.out;
   }
+}
+
+// The presets of other projects and the aliases: accepted by name, recorded as the preset with
+// its default eps (an alias gives its preset's bits), and listed with their formulas by --help.
+TEST(ForwardOption, GradTakesEveryPresetAndAlias) {
+  auto rng = make_rng(1652);
+  const ScratchDir dir;
+  write_grad_input(dir.file("in.h5"), normal_batch<double>(rng, 3, 4, 4.0),
+                   normal_batch<double>(rng, 3, 4));
+  const auto grad = [&](const std::string& name, const std::string& out) {
+    return run_cli({"grad", "--input", dir.file("in.h5"), "--output", dir.file(out), "--solver",
+                    "unrolled", "--iterations", "5", "--forward", name});
+  };
+  const std::tuple<std::string, std::string, double> cases[] = {
+      {"megatron_main", "megatron_main", 1e-6}, {"magi2", "magi2", 1e-12},
+      {"mhc_triton", "mhc_triton", 1e-8},       {"maxtext", "tilekernels", 1e-6},
+      {"megatron_dev", "tilekernels", 1e-6},    {"tilekernels", "tilekernels", 1e-6}};
+  for (const auto& [name, recorded, eps] : cases) {
+    const CliResult run = grad(name, name + ".h5");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const h5::File out = h5::File::open(dir.file(name + ".h5"));
+    EXPECT_EQ(h5::read_string_attribute(out, "forward"), recorded);
+    EXPECT_EQ(h5::read_double_attribute(out, "eps"), eps);
+    for (const std::int32_t status : h5::read_vector<std::int32_t>(out, "status"))
+      EXPECT_EQ(status, 0) << name;
+  }
+  for (const char* alias : {"maxtext.h5", "megatron_dev.h5"})
+    for (const char* dataset : {"R", "grad_logits"})
+      EXPECT_EQ(
+          h5::Dataset::open(h5::File::open(dir.file(alias)), dataset).read<double>(),
+          h5::Dataset::open(h5::File::open(dir.file("tilekernels.h5")), dataset).read<double>())
+          << alias << " " << dataset;
+  const CliResult help = run_cli({"grad", "--help"});
+  for (const char* text : {"megatron_main: exp(M - row max)", "maxtext = tilekernels", "max(sum,"})
+    EXPECT_NE(help.out.find(text), std::string::npos) << text << "\n" << help.out;
 }
 
 }  // namespace

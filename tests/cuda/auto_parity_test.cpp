@@ -63,7 +63,8 @@ void check_auto_on_cuda(const char* convention, int n, int T,
 
 TEST(AutoOnCuda, CorrectedBitsWhereSolvedUnrolledBitsElsewhere) {
   SINKGRAD_REQUIRE_GPU();
-  for (const char* convention : {"columns_first", "rows_first", "tilekernels"})
+  for (const char* convention :
+       {"columns_first", "rows_first", "tilekernels", "megatron_main", "magi2", "mhc_triton"})
     for (int n : {3, 4, 8, 16, 33, 65})
       for (int T : {1, 20}) {
         check_auto_on_cuda<float>(convention, n, T, {});

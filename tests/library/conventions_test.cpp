@@ -320,13 +320,15 @@ TEST(Conventions, BadSpecsAreRefused) {
     make_forward_spec("sinkhorn_knopp");
     FAIL() << "an unknown convention was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("columns_first, rows_first or tilekernels"),
+    EXPECT_NE(std::string(e.what()).find("columns_first, rows_first, tilekernels, megatron_main, "
+                                         "magi2, mhc_triton, maxtext, megatron_dev"),
               std::string::npos)
         << e.what();
   }
   for (double eps :
        {-1e-9, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()})
-    for (const std::string name : {"columns_first", "rows_first", "tilekernels"}) {
+    for (const std::string name : {"columns_first", "rows_first", "tilekernels", "megatron_main",
+                                   "magi2", "mhc_triton", "maxtext"}) {
       EXPECT_THROW(make_forward_spec(name, eps), Error) << name << " " << eps;
     }
   EXPECT_EQ(make_forward_spec("tilekernels").eps, 1e-6);

@@ -2,7 +2,8 @@
 // solvers/unrolled/unrolled_form.hpp), written out per convention, eps and n: the team forms up
 // to the cap a driver passes, transposed exactly where the last step normalises columns, the
 // seeds' team for columns_first and rows_first without eps only; above the cap one matrix at a
-// time, the default forward's own loop for columns_first without eps only.
+// time, the default forward's own loop for columns_first without eps only; the presets without
+// a team form one matrix at a time at every n.
 
 #include <gtest/gtest.h>
 
@@ -59,6 +60,28 @@ TEST(FormPlans, UnrolledByConventionAndSize) {
         EXPECT_EQ(plan.transposed, c.transposed);
       }
     }
+}
+
+// The presets without a team form (a shifted exp, |M|, max(sum, eps)) run one matrix at a time
+// at every n, untransposed; the exact side still comes from their data.
+TEST(FormPlans, PresetsWithoutATeamFormRunOneMatrixAtATime) {
+  for (const auto& [name, columns_exact] :
+       {std::pair{"megatron_main", true}, std::pair{"magi2", false},
+        std::pair{"mhc_triton", true}}) {
+    const ForwardSpec spec = make_forward_spec(name);
+    EXPECT_FALSE(has_team_form(spec.convention)) << name;
+    EXPECT_EQ(last_step_normalises_columns(spec.convention), columns_exact) << name;
+    for (const int n : {1, 4, 64, 1024, 1025}) {
+      const ForwardPlan forward = forward_plan(spec, n, 1024);
+      EXPECT_EQ(forward.form, ForwardForm::convention_matrix) << name << " n " << n;
+      EXPECT_FALSE(forward.transposed);
+      const UnrolledPlan unrolled = unrolled_plan(spec, n, 1024);
+      EXPECT_EQ(unrolled.form, UnrolledForm::log_domain) << name << " n " << n;
+      EXPECT_FALSE(unrolled.transposed);
+    }
+  }
+  for (const char* name : {"columns_first", "rows_first", "tilekernels", "maxtext", "megatron_dev"})
+    EXPECT_TRUE(has_team_form(make_forward_spec(name).convention)) << name;
 }
 
 }  // namespace

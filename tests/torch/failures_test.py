@@ -127,7 +127,8 @@ class Errors(unittest.TestCase):
 
     def test_bad_forward_conventions(self):
         self.check(ValueError, r"forward='TE' is not a forward convention \(use columns_first, "
-                   r"rows_first, tilekernels\)", self.M, 5, forward="TE")
+                   r"rows_first, tilekernels, megatron_main, magi2, mhc_triton, maxtext, "
+                   r"megatron_dev\)", self.M, 5, forward="TE")
         self.check(ValueError, r"eps must be finite and >= 0, got -1e-06", self.M, 5,
                    forward="tilekernels", eps=-1e-6)
         self.check(TypeError, r"eps must be a number or None, got str", self.M, 5, eps="0")

@@ -1,5 +1,6 @@
 """training/training_mixing.py's invariant subspace and projection, per forward convention
-(columns_first, rows_first, tilekernels), in float64:
+(columns_first, rows_first, tilekernels, megatron_main; magi2 and mhc_triton have no side with
+their eps), in float64:
 - the forward is invariant to a shift along the side invariant_dim names (R equal to rounding)
   and not to one along the other side, so the subspace is the right one and not too large;
 - project(g) sums to zero along that side, g - project(g) is a shift (constant along it), the
@@ -30,7 +31,7 @@ def main(training):
     B, n, T = 64, 5, 1
     M = 4.0 * torch.rand(B, n, n, dtype=torch.float64)
     G = torch.randn(B, n, n, dtype=torch.float64)
-    for forward in ("columns_first", "rows_first", "tilekernels"):
+    for forward in ("columns_first", "rows_first", "tilekernels", "megatron_main"):
         eps = EPS[forward]
         dim = invariant_dim(forward, eps)
         require(dim is not None, f"{forward}: no invariant side")
@@ -96,6 +97,8 @@ def main(training):
               f"{(invariant_part(plain, dim).norm() / plain.norm()).item():.3f} of its norm, "
               "removed exactly")
     require(invariant_dim("columns_first", 1e-3) is None, "columns_first with eps has no side")
+    require(invariant_dim("magi2", EPS["magi2"]) is None, "magi2 with its eps has no side")
+    require(invariant_dim("mhc_triton", 0.0) is None, "mhc_triton has no side")
     print("training_projection_test: ok")
 
 
