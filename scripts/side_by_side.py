@@ -500,15 +500,8 @@ def measure(ctx, method, M, refs):
     row = {}
     for _ in range(2):  # compiles, autotunes
         method.backward(method.forward())
-    timer.sync()
-    gc.collect()
+    state, out = forward_kept(ctx, method, row)
     if cuda:
-        before = torch.cuda.memory_allocated()
-    state = method.forward()
-    out = method.output(state)
-    timer.sync()
-    if cuda:
-        row["kept_bytes"] = torch.cuda.memory_allocated() - before - nbytes(out)
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
     grad = method.backward(state)
@@ -531,21 +524,29 @@ def measure(ctx, method, M, refs):
     return row
 
 
-def measure_forward(ctx, method, M, refs):
-    """A row whose backward cannot run: the forward's time, memory and error only."""
-    timer, cuda = ctx.timer, ctx.args.device == "cuda"
-    row = {"status": method.no_backward}
-    for _ in range(2):
-        method.forward()
-    timer.sync()
+def forward_kept(ctx, method, row):
+    """One forward after the warm-up: its state and output; on CUDA row["kept_bytes"], what the
+    forward keeps for the backward beyond its output."""
+    ctx.timer.sync()
     gc.collect()
+    cuda = ctx.args.device == "cuda"
     if cuda:
         before = torch.cuda.memory_allocated()
     state = method.forward()
     out = method.output(state)
-    timer.sync()
+    ctx.timer.sync()
     if cuda:
         row["kept_bytes"] = torch.cuda.memory_allocated() - before - nbytes(out)
+    return state, out
+
+
+def measure_forward(ctx, method, M, refs):
+    """A row whose backward cannot run: the forward's time, memory and error only."""
+    timer = ctx.timer
+    row = {"status": method.no_backward}
+    for _ in range(2):
+        method.forward()
+    state, out = forward_kept(ctx, method, row)
     row["fwd_err"] = max_relerr(out, refs["R"])
     del state, out
     gc.collect()
