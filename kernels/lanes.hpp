@@ -10,11 +10,15 @@
 // Only the arithmetic of straight-line code is lane-wise: a branch on a value (a finiteness test,
 // the linear domain's spread test) has no Lanes form, so a driver takes those decisions per
 // matrix with the scalar team and runs the straight-line part on the lanes
-// (solvers/unrolled/unrolled_lanes.hpp).
+// (solvers/unrolled/unrolled_lanes.hpp). The few tests below that have one answer for all lanes
+// say which; a driver that reaches them takes each lane's decision again itself
+// (solvers/direct/direct_lanes.hpp).
+
+#include <type_traits>
 
 #include "core/host_device.hpp"
 
-#if defined(__FMA__)
+#if defined(__FMA__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
 
@@ -28,6 +32,9 @@ struct Lanes {
 
   Lanes() = default;
   Lanes(Real x) : v(Vector{} + x) {}  // NOLINT(google-explicit-constructor): the texts' 0, 1
+  // The texts' Real(n), Real(s.i): the conversion of the scalar form, made explicit.
+  template <class Int, std::enable_if_t<std::is_integral_v<Int>, int> = 0>
+  explicit Lanes(Int x) : Lanes(static_cast<Real>(x)) {}
 
   Lanes& operator+=(const Lanes& o) {
     v += o.v;
@@ -35,6 +42,14 @@ struct Lanes {
   }
   Lanes& operator-=(const Lanes& o) {
     v -= o.v;
+    return *this;
+  }
+  Lanes& operator*=(const Lanes& o) {
+    v *= o.v;
+    return *this;
+  }
+  Lanes& operator/=(const Lanes& o) {
+    v /= o.v;
     return *this;
   }
   friend Lanes operator+(Lanes a, const Lanes& b) { return a += b; }
@@ -74,6 +89,58 @@ inline Lanes<Real, W> fma_of(const Lanes<Real, W>& a, const Lanes<Real, W>& b,
 template <class Real, int W>
 inline Lanes<Real, W> reciprocal_in_range(const Lanes<Real, W>& x) {
   return Lanes<Real, W>(Real(1)) / x;  // the scalar form's CPU branch: an IEEE division
+}
+
+// sqrt_of, abs_of, max_of per lane, as the scalar forms round (sqrt is correctly rounded, abs
+// clears the sign bit, max_of(a, b) is a > b ? a : b).
+template <class Real, int W>
+inline Lanes<Real, W> sqrt_of(const Lanes<Real, W>& x) {
+#if defined(__AVX__)
+  if constexpr (sizeof(Real) * W == 32) {
+    if constexpr (sizeof(Real) == 4)
+      return Lanes<Real, W>::from(_mm256_sqrt_ps(x.v));
+    else
+      return Lanes<Real, W>::from(_mm256_sqrt_pd(x.v));
+  }
+#endif
+  Lanes<Real, W> r;
+  for (int w = 0; w < W; ++w) r.v[w] = sqrt_of(x.v[w]);
+  return r;
+}
+
+template <class Real, int W>
+inline Lanes<Real, W> abs_of(const Lanes<Real, W>& x) {
+  Lanes<Real, W> r;
+  for (int w = 0; w < W; ++w) r.v[w] = abs_of(x.v[w]);
+  return r;
+}
+
+template <class Real, int W>
+inline Lanes<Real, W> max_of(const Lanes<Real, W>& a, const Lanes<Real, W>& b) {
+  return Lanes<Real, W>::from(a.v > b.v ? a.v : b.v);
+}
+
+template <class Real, int W>
+inline void raise_to(Lanes<Real, W>& bound, const Lanes<Real, W>& x) {
+  bound = max_of(x, bound);
+}
+
+// The tests the texts branch on, for a team of lanes that all go on together: is_finite holds
+// where every lane is finite; any_positive where some lane is positive (team_cholesky goes on
+// while a lane can: a lane whose pivot is not positive gets a diagonal that is not positive
+// either, sqrt_of keeping the sign test, and its driver drops it).
+template <class Real, int W>
+inline bool is_finite(const Lanes<Real, W>& x) {
+  bool finite = true;
+  for (int w = 0; w < W; ++w) finite = finite && is_finite(x.v[w]);
+  return finite;
+}
+
+template <class Real, int W>
+inline bool any_positive(const Lanes<Real, W>& x) {
+  bool positive = false;
+  for (int w = 0; w < W; ++w) positive = positive || x.v[w] > Real(0);
+  return positive;
 }
 
 }  // namespace sinkgrad::math

@@ -1,5 +1,5 @@
 // `direct`: the plain or corrected Schur-complement system solved by a dense factorisation
-// (Eigen; the corrected system up to n = 8 in the GPU's team form), with the singularity
+// (Eigen; the corrected system up to n = 16 in the GPU's team form), with the singularity
 // handled explicitly:
 //   corrected: S 1 = 0 exactly and the right-hand side is orthogonal to 1, so
 //              (S + (1/n) 1 1^T) beta = b has the solution with 1^T beta = 0 and is positive
@@ -24,6 +24,7 @@
 #endif
 #include "solvers/common/exact_side.hpp"
 #include "solvers/common/projection_option.hpp"
+#include "solvers/direct/direct_lanes.hpp"
 #include "solvers/direct/direct_team.hpp"
 #include "solvers/direct/eigen_direct.hpp"
 
@@ -33,10 +34,10 @@ namespace {
 using math::DenseWorkspace;
 using math::SchurSystem;
 
-// The corrected system up to this n in the team form the GPU runs (direct_team.hpp), above it
-// with Eigen, whose blocked Cholesky vectorises and is the faster above it (measured:
-// docs/benchmarks-cpu.md).
-constexpr int max_cpu_team_direct_n = 8;
+// The corrected system up to this n in the team form the GPU runs (direct_team.hpp), W matrices
+// at a time on SIMD lanes (direct_lanes.hpp), above it with Eigen, whose blocked Cholesky
+// vectorises (measured: docs/benchmarks-cpu.md).
+constexpr int max_cpu_team_direct_n = 16;
 
 class DirectSolver : public SolverVariants<DirectSolver> {
  public:
@@ -61,15 +62,23 @@ class DirectSolver : public SolverVariants<DirectSolver> {
           problem, result, [&](const auto& p, const auto& r) { solve_cpu_rows(p, r, side); });
     const int n = problem.grad_output.n;
     if (n > max_cpu_team_direct_n) return solve_cpu_rows(problem, result, side);
-    solve_each_matrix_with_team(
-        result, problem.grad_output.batch, n,
+    const auto mats_of = [&](index_t b) {
+      return math::CpuMatrices<Real>{problem.forward_output.matrix(b),
+                                     problem.grad_output.matrix(b), result.grad_logits.matrix(b),
+                                     n};
+    };
+    // One matrix per SIMD lane where n is a compile-time team's, the others one at a time.
+    const auto per_group = [&](auto N, index_t first, auto* lanes, Real* work) {
+      return math::direct_lanes<N.value>([&](int w) { return mats_of(first + w); }, side, lanes,
+                                         work);
+    };
+    solve_each_matrix_with_lanes(
+        result, problem.grad_output.batch, n, per_group,
+        static_cast<std::size_t>(math::direct_lanes_workspace(n)), {SolveStatus::ok, 0},
         [&](const auto& team, index_t b, Real*) {
-          const math::CpuMatrices<Real> mats{problem.forward_output.matrix(b),
-                                             problem.grad_output.matrix(b),
-                                             result.grad_logits.matrix(b), n};
-          return math::direct_corrected_team<Real>(team, mats, side);
+          return math::direct_corrected_team<Real>(team, mats_of(b), side);
         },
-        3 * static_cast<std::size_t>(n) * n);
+        3 * static_cast<std::size_t>(n) * n, 0);
   }
 
 #if defined(SINKGRAD_WITH_CUDA)

@@ -74,7 +74,7 @@ SINKGRAD_HD Real team_corrected_schur_rows(const Team& team, const Matrices& mat
   SINKGRAD_UNROLL
   for (int j = 0; j < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++j) {
     if (j >= n) break;
-    if (sums[j] > norm) norm = sums[j];
+    raise_to(norm, sums[j]);
   }
   return norm;
 }
@@ -82,7 +82,7 @@ SINKGRAD_HD Real team_corrected_schur_rows(const Team& team, const Matrices& mat
 // In place: row i of S (L[s], entries j <= i) becomes row i of L with S = L L^T, and Lt[s]
 // receives column i of L (entries k >= i). Right-looking, but every entry gets
 // cholesky_factor's operations in its order (S_ik - L_i0 L_k0 - L_i1 L_k1 - ..., then / L_kk).
-// Returns false (on every lane) when a pivot is not positive.
+// Returns false (on every lane) when a pivot is not positive (for Lanes, when no lane's is).
 template <class Real, class Team, class Rows>
 SINKGRAD_HD bool team_cholesky(const Team& team, Rows& L, Rows& Lt) {
   const int n = team.n();
@@ -90,7 +90,7 @@ SINKGRAD_HD bool team_cholesky(const Team& team, Rows& L, Rows& Lt) {
   for (int j = 0; j < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++j) {
     if (j >= n) break;
     const Real pivot = team.broadcast(j, [&](Slot s) { return L[s][j]; });
-    if (!(pivot > Real(0))) return false;
+    if (!any_positive(pivot)) return false;
     const Real diagonal = sqrt_of(pivot);
     typename Team::Vec column;
     team.each([&](Slot s) {

@@ -82,9 +82,9 @@ void check_team(int n, int T) {
   const Outputs<Real> eigen = solve_with_eigen(in, columns);
   const Outputs<Real> team = solve_with_cpu_team<Real, Cap>(in, columns);
   expect_parity(direct, in, eigen, team);  // a refusal rounding decides is not compared
-  // The CPU solver: the team form to n = 8 (the same bits), Eigen above.
+  // The CPU solver: the team form to n = 16 (the same bits), Eigen above.
   const Outputs<Real> cpu = solve_on(*solver, in, Device::cpu);
-  if (n <= 8) {
+  if (n <= 16) {
     EXPECT_EQ(cpu.status, team.status);
     EXPECT_EQ(std::memcmp(cpu.grad.data(), team.grad.data(), sizeof(Real) * cpu.grad.size()), 0);
   } else {
