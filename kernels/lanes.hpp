@@ -143,4 +143,26 @@ inline bool any_positive(const Lanes<Real, W>& x) {
   return positive;
 }
 
+// Writes value(s, j, w), entry (s.i, j) of lane w's gradient, to mats_of(w).grad_row for every
+// lane w set in `lanes`, through the scalar CpuTeam of n = N; returns the lanes whose entries
+// were all finite (the caller solves the others again, one matrix at a time).
+template <int N, int W, class Scalar, class MatricesOf, class Value>
+unsigned write_finite_lanes(const Scalar& scalar, MatricesOf mats_of, unsigned lanes, Value value) {
+  unsigned written = 0;
+  for (int w = 0; w < W; ++w) {
+    if (!(lanes >> w & 1)) continue;
+    const auto mats = mats_of(w);
+    bool finite = true;
+    scalar.each([&](auto s) {
+      for (int j = 0; j < N; ++j) {
+        const auto g = value(s, j, w);
+        finite = finite && is_finite(g);
+        mats.grad_row(s)[j] = g;
+      }
+    });
+    if (finite) written |= 1u << w;
+  }
+  return written;
+}
+
 }  // namespace sinkgrad::math

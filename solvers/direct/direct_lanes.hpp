@@ -99,21 +99,8 @@ unsigned direct_lanes(MatricesOf mats_of, GradientSide project, Lanes<Real, W>* 
 
   // A lane's gradient is finite after the projection exactly where it was before it too (a
   // non-finite entry makes its line's shift, and so an entry of the line, non-finite).
-  unsigned written = 0;
-  for (int w = 0; w < W; ++w) {
-    if (!(factored >> w & 1)) continue;
-    const auto mats = mats_of(w);
-    bool finite = true;
-    scalar.each([&](Slot s) {
-      for (int j = 0; j < N; ++j) {
-        const Real g = grad[s.i * N + j].v[w];
-        finite = finite && is_finite(g);
-        mats.grad_row(s)[j] = g;
-      }
-    });
-    if (finite) written |= 1u << w;
-  }
-  return written;
+  return write_finite_lanes<N, W>(scalar, mats_of, factored,
+                                  [&](Slot s, int j, int w) { return grad[s.i * N + j].v[w]; });
 }
 
 }  // namespace sinkgrad::math

@@ -59,21 +59,9 @@ unsigned unrolled_lanes(MatricesOf mats_of, int T, int L, Lanes<Real, W>* work, 
 
   // grad = P ⊙ P̄, kept where every entry is finite (write_if_finite, per lane; the caller
   // overwrites the others).
-  unsigned written = 0;
-  for (int w = 0; w < W; ++w) {
-    if (!(linear >> w & 1)) continue;
-    const auto mats = mats_of(w);
-    bool finite = true;
-    scalar.each([&](Slot s) {
-      for (int j = 0; j < N; ++j) {
-        const Real g = P_lanes[s][j].v[w] * Pbar[s][j].v[w];
-        finite = finite && is_finite(g);
-        mats.grad_row(s)[j] = g;
-      }
-    });
-    if (finite) written |= 1u << w;
-  }
-  return written;
+  return write_finite_lanes<N, W>(scalar, mats_of, linear, [&](Slot s, int j, int w) {
+    return P_lanes[s][j].v[w] * Pbar[s][j].v[w];
+  });
 }
 
 }  // namespace sinkgrad::math
