@@ -213,8 +213,10 @@ def main(argv=None):
     # corpus carried to another directory) continues the same study.
     settings["corpus_sha256"] = corpus.sha256
     done = open_log(args.output, settings, corpus, device, args.resume)
-    sweep = [(b, T, f, s) for f in settings["forwards"] for T in settings["T"]
-             for b in settings["backwards"] for s in settings["seeds"]]
+    # Seeds outermost: a sweep stopped part way (a time budget) has every setting on the same
+    # seeds, one seed short at most.
+    sweep = [(b, T, f, s) for s in settings["seeds"] for f in settings["forwards"]
+             for T in settings["T"] for b in settings["backwards"]]
     elsewhere = done_elsewhere(args.done_logs, args.output, settings)
     index, count = args.shard
     # Without --done-logs a shard's runs never change (taken from the whole sweep); with it,
