@@ -93,7 +93,7 @@ def plot_loss_curves(runs, forward, style, out, dpi, stamp):
     Ts = sorted({r["T"] for r in runs})
     fig, axes = per_T_panels(
         Ts, f"Training loss along training, forward {forward}: evaluation loss (markers) and "
-        "training loss (thin, smoothed), mean over seeds", "loss (nats / character)")
+        "training loss (thin, smoothed), mean over seeds", "loss (nats / byte)")
     for ax, T in zip(axes, Ts):
         for backward in ordered(r["backward"] for r in runs):
             chosen = select(runs, T=T, backward=backward)
@@ -114,10 +114,16 @@ def plot_loss_curves(runs, forward, style, out, dpi, stamp):
     return ps.finish(fig, axes, os.path.join(out[0], name), dpi)
 
 
+OFF_SCALE = 0.25  # nats per byte above unrolled: such a backward is listed, not drawn
+
+
 def plot_final_loss(runs, style, out, dpi, stamp):
     """Top row: the late evaluation loss; bottom row: minus the unrolled run's of the same
     seed (same initial weights and batches), the grey band there being the unrolled seeds'
-    spread around their mean."""
+    spread around their mean. Means and ranges are over the seeds whose loss is finite (the
+    others diverged: their count is written beside the point). A backward whose mean lies more
+    than OFF_SCALE above unrolled's at some T is not drawn, so that the scale shows the
+    differences between the others; its range of differences is written in the panel."""
     forwards = forward_rows(runs)
     Ts = sorted({r["T"] for r in runs})
     fig, axes = plt.subplots(2, len(forwards), figsize=(4.6 * len(forwards) + 0.6, 7.4),
@@ -135,29 +141,51 @@ def plot_final_loss(runs, style, out, dpi, stamp):
                          zorder=0)
         bottom.fill_between(Ts, [min(e) - np.mean(e) for e in exact],
                             [max(e) - np.mean(e) for e in exact], color="0.85", zorder=0)
+        off_scale = []
         for k, backward in enumerate(backwards):
             color, marker, line, face = style[backward]
             shift = 1 + 0.03 * (k - (len(backwards) - 1) / 2)  # bars side by side
-            for ax, paired in ((top, False), (bottom, True)):
-                xs, means, lows, highs = [], [], [], []
+            points = {}
+            for paired in (False, True):
                 for T in Ts:
                     chosen = select(runs, forward=forward, T=T, backward=backward)
                     ref = unrolled_by_seed(runs, forward, T, "late_eval_loss")
-                    values = [r["late_eval_loss"] - (ref.get(r["seed"], np.nan) if paired
-                                                      else 0.0) for r in chosen]
-                    if values:
-                        xs.append(T * shift)
-                        means.append(np.mean(values))
-                        lows.append(np.mean(values) - min(values))
-                        highs.append(max(values) - np.mean(values))
-                ax.errorbar(xs, means, yerr=[lows, highs], color=color, marker=marker,
-                            linestyle=line, markerfacecolor=face, capsize=2, label=backward)
+                    values = np.array([r["late_eval_loss"] - (ref.get(r["seed"], np.nan)
+                                                               if paired else 0.0)
+                                       for r in chosen])
+                    finite = values[np.isfinite(values)]
+                    if len(values):
+                        points.setdefault(paired, []).append((T, finite, len(values) -
+                                                              len(finite)))
+            differences = [v for _, v, _ in points.get(True, []) if len(v)]
+            if any(np.mean(v) > OFF_SCALE for v in differences):
+                low = min(v.min() for v in differences)
+                high = max(v.max() for v in differences)
+                lost = sum(d for _, _, d in points[True])
+                off_scale.append(f"{backward}: {low:+.2f} to {high:+.2f}" +
+                                 (f", {lost} diverged" if lost else ""))
+                continue
+            for ax, paired in ((top, False), (bottom, True)):
+                drawn = [(T, v, d) for T, v, d in points.get(paired, []) if len(v)]
+                means = [np.mean(v) for _, v, _ in drawn]
+                ax.errorbar([T * shift for T, _, _ in drawn], means,
+                            yerr=[[m - v.min() for m, (_, v, _) in zip(means, drawn)],
+                                  [v.max() - m for m, (_, v, _) in zip(means, drawn)]],
+                            color=color, marker=marker, linestyle=line, markerfacecolor=face,
+                            capsize=2, label=backward)
+                for (T, v, d), m in zip(drawn, means):
+                    if d:
+                        ax.annotate(f"{d} diverged", (T * shift, m), fontsize=7, color=color,
+                                    xytext=(4, 4), textcoords="offset points")
+        if off_scale:
+            bottom.text(0.02, 0.98, "off the scale (not drawn):\n" + "\n".join(off_scale),
+                        transform=bottom.transAxes, fontsize=7, va="top")
         for ax in (top, bottom):
             ps.T_axis(ax, Ts)
             ax.set_xlabel("T (Sinkhorn iterations)")
             ax.grid(True, alpha=0.35)
     axes[0][0].set_ylabel("late evaluation loss (nats / byte)")
-    axes[1][0].set_ylabel("difference (nats / character)")
+    axes[1][0].set_ylabel("difference (nats / byte)")
     ps.stamp(fig, stamp)
     return ps.finish(fig, axes, os.path.join(out[0], f"{out[1]}_final_eval_loss.png"), dpi)
 

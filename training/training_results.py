@@ -92,7 +92,8 @@ def median_of(chosen, key, transform=None):
 
 def table(runs):
     """One Markdown row per forward, backward and T: the late evaluation loss (mean over the
-    last 10 % of the steps; mean and the seeds' range), whether that mean lies within the
+    last 10 % of the steps; mean and the seeds' range, over the seeds that did not diverge),
+    whether that mean lies within the
     unrolled seeds' range, its difference to the unrolled run of the same seed (same weights
     and batches; mean and range), the gradient's relative error against unrolled (median,
     max), the late training loss, the seeds that degraded (late training loss above the
@@ -112,7 +113,9 @@ def table(runs):
                 chosen = select(runs, forward=forward, backward=backward, T=T)
                 if not chosen:
                     continue
-                losses = [r.get("late_eval_loss", r["final_eval_loss"]) for r in chosen]
+                # Over the seeds that did not diverge (their count is its own column).
+                losses = [loss for loss in (r.get("late_eval_loss", r["final_eval_loss"])
+                                            for r in chosen) if np.isfinite(loss)] or [np.nan]
                 mean = np.mean(losses)
                 within, paired = "", ""
                 by_seed = unrolled_by_seed(runs, forward, T, "late_eval_loss")
@@ -120,7 +123,7 @@ def table(runs):
                     ref = list(by_seed.values())
                     within = "yes" if min(ref) <= mean <= max(ref) else "no"
                     diffs = [r["late_eval_loss"] - by_seed[r["seed"]] for r in chosen
-                             if r["seed"] in by_seed]
+                             if r["seed"] in by_seed and np.isfinite(r["late_eval_loss"])]
                     paired = (f"{np.mean(diffs):+.4f} [{min(diffs):+.4f}, {max(diffs):+.4f}]"
                               if diffs else "")
                 status = np.sum([r["status_counts"] for r in chosen], axis=0)
@@ -135,7 +138,7 @@ def table(runs):
                       f"{max(losses):.4f}] | {within} | {paired} | "
                       f"{median_of(chosen, 'grad_rel_error'):.2e} | "
                       f"{np.max([r['grad_rel_error_max'] for r in chosen]):.2e} | "
-                      f"{np.mean([r['final_train_loss'] for r in chosen]):.4f} | {worse} | "
+                      f"{np.nanmean([r['final_train_loss'] for r in chosen]):.4f} | {worse} | "
                       f"{sum(int(r['diverged']) for r in chosen)}/{len(chosen)} | "
                       f"{median_of(chosen, 'sinkhorn_share'):.3f} | {invariant:.3f} | "
                       f"{drift:.2f} | {not_ok} | "

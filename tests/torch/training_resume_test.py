@@ -6,7 +6,8 @@ Every run must be in the log once, and a run written before an interruption must
 recomputed (its process attribute and wall time are those of the process that first wrote
 it), and every run's numbers are bit for bit those of a clean sweep run in one go. Two shards
 (--shard 0/2, 1/2) into two logs together hold the clean sweep's runs, with the same numbers,
-and --done-logs with one shard's log runs exactly the other's;
+and --done-logs with one shard's log runs exactly the other's; training/merge_logs.py makes
+one log of the shards with the same numbers and refuses a log of another study;
 --budget-minutes 0 stops after one run with exit 3. A log without --resume and a resume with
 other settings are refused. The corpus is a sample of training/make_corpus.py.
 
@@ -136,6 +137,20 @@ def main(study, work):
     require(not parts[0].keys() & parts[1].keys() and all(parts),
             "the shards overlap or one is empty")
     require(same_numbers(numbers(*shards), numbers(clean)), "the shards differ from the clean")
+    merged = os.path.join(work, "merged.h5")  # training/merge_logs.py: one compressed log
+    merge = os.path.join(os.path.dirname(study), "merge_logs.py")
+    subprocess.run([sys.executable, merge, merged, *shards, shards[0]], check=True,
+                   capture_output=True)
+    require(same_numbers(numbers(merged), numbers(clean)), "the merged log differs from the "
+            "clean one")
+    other = os.path.join(work, "other.h5")  # another study (fewer steps): refused, no output
+    subprocess.run([sys.executable, study, *sweep(steps=2), "--backwards", "unrolled", "--T",
+                    "1", "--output", other], check=True)
+    refused = subprocess.run([sys.executable, merge, os.path.join(work, "refused.h5"),
+                              shards[0], other], capture_output=True, text=True)
+    require(refused.returncode != 0 and "another study" in refused.stderr and
+            not os.path.exists(os.path.join(work, "refused.h5")),
+            f"merging another study: exit {refused.returncode}, {refused.stderr!r}")
     rest = os.path.join(work, "rest.h5")  # what shard 0 left, found through --done-logs
     subprocess.run([sys.executable, study, *sweep(), "--done-logs",
                     os.path.join(work, "shard*.h5"), "--output", rest], check=True)
