@@ -25,7 +25,7 @@ fi
 if [[ $steps == *,bench,* ]]; then  # Google Benchmark's own lines stay in the log
   echo "== sinkgrad_bench_cuda"
   "$build/bin/sinkgrad_bench_cuda" > "$logs/bench_cuda.log" 2>&1 || failed=1
-  grep -E '^(device:|\|)' "$logs/bench_cuda.log"
+  grep -E '^(device:|arithmetic peaks|\|)' "$logs/bench_cuda.log"
 fi
 
 if [[ $steps == *,conventions,* ]]; then  # the other forward conventions beside the default
@@ -34,7 +34,7 @@ if [[ $steps == *,conventions,* ]]; then  # the other forward conventions beside
     SINKGRAD_BENCH_FORWARD=$forward "$build/bin/sinkgrad_bench_cuda" \
       --benchmark_filter='^(forward|unrolled)/n(4|8|16)/' > "$logs/bench_$forward.log" 2>&1 ||
       failed=1
-    grep -E '^(device:|\|)' "$logs/bench_$forward.log"
+    grep -E '^(device:|arithmetic peaks|\|)' "$logs/bench_$forward.log"
   done
 fi
 

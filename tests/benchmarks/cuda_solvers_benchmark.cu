@@ -10,6 +10,12 @@
 // L2 by the previous one (each set is larger than the L2 for B = 2^20, and there are at least
 // two). The table printed at the end is what docs/performance.md records.
 //
+// The floor of a kernel is the larger of its memory time (those bytes at the copy ceiling) and
+// its arithmetic time (the operations docs/math.md needs, at the device's peak issue rates:
+// arithmetic_floor.hpp); "of_floor" = floor / measured time, "arith_over_mem" = arithmetic time
+// / memory time. CG kernels are counted at the mean iteration count their warm-up measured
+// ("cg_its").
+//
 //   sinkgrad_bench_cuda [--benchmark_filter=cg_corrected] [--benchmark_format=json ...]
 //
 // The forward, unrolled and the plain systems (whose path depends on the convention: the exact
@@ -37,6 +43,7 @@
 #include <string_view>
 #include <vector>
 
+#include "arithmetic_floor.hpp"
 #include "core/solver_registry.hpp"
 #include "forward/forward_cuda.hpp"
 #include "kernels/cuda/check.hpp"
@@ -104,10 +111,19 @@ void fill(Real* x, index_t count, unsigned long long seed) {
 
 double copy_bandwidth_gbs = 0;  // bytes read + written per second / 1e9, measured in main
 
+// What arithmetic_seconds needs of the device, read in main.
+struct DevicePeak {
+  int major = 0, minor = 0, sms = 0;
+  double clock_khz = 0;
+};
+DevicePeak device_peak;
+
 struct Row {
   std::string name;
   double ms;
   double gbs;
+  double of_floor;
+  double arith_over_mem;
 };
 std::vector<Row>& rows() {
   static std::vector<Row> r;
@@ -283,6 +299,45 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
   }
 }
 
+bool has_fallback(Kernel k) {
+  return k == Kernel::automatic || k == Kernel::automatic_none || k == Kernel::automatic_1pct ||
+         k == Kernel::on_failure || k == Kernel::on_failure_1pct;
+}
+
+bool kernel_uses_cg(Kernel k) {
+  return k != Kernel::forward && k != Kernel::unrolled && k != Kernel::direct_corrected &&
+         k != Kernel::direct_plain;
+}
+
+// Per matrix, for arithmetic_floor.hpp: the CG kernels at `iterations` (the measured mean), the
+// fallbacks' replay on `replayed` of the batch.
+bench::Ops operations(Kernel kernel, int n, double iterations, double replayed) {
+  const int T = forward_iterations;
+  switch (kernel) {
+    case Kernel::forward:
+      return bench::forward_ops(n, T);
+    case Kernel::unrolled:
+      return bench::unrolled_ops(n, T);
+    case Kernel::cg_plain_schur:
+      return bench::cg_plain_schur_ops(n, iterations);
+    case Kernel::cg_plain_block:
+      return bench::cg_plain_block_ops(n, iterations);
+    case Kernel::cg_corrected:
+      return bench::cg_corrected_ops(n, iterations);
+    case Kernel::direct_corrected:
+      return bench::direct_corrected_ops(n);
+    case Kernel::direct_plain:
+      return bench::direct_plain_ops(n);
+    case Kernel::automatic:
+    case Kernel::automatic_none:
+    case Kernel::automatic_1pct:
+    case Kernel::on_failure:
+    case Kernel::on_failure_1pct:
+      return bench::corrected_then_unrolled_ops(n, T, iterations, replayed);
+  }
+  return {};
+}
+
 template <class Real>
 void bench(benchmark::State& state, const std::string& name, Kernel kernel, int n,
            const ForwardSpec& spec) {
@@ -327,12 +382,27 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
   };
   run_kernel<Real>(kernel, problem_of(0), result);  // warm-up (module load, attributes)
   cuda::synchronize(kernel_name(kernel));
-  // The matrices the warm-up did not solve by CG (auto: fallback; the others: not ok).
+  // The matrices the warm-up did not solve by CG (auto: fallback; the others: not ok), and the
+  // mean CG iteration count: over all matrices, or (with a fallback, which writes its own
+  // count) over those CG solved.
+  double not_ok = 0, cg_iterations = 0;
   if (kernel != Kernel::forward) {
     std::vector<SolveStatus> statuses(static_cast<std::size_t>(batch));
     cuda::copy_to_host(statuses.data(), status.data(), status.bytes());
-    state.counters["not_ok"] = static_cast<double>(std::count_if(
-        statuses.begin(), statuses.end(), [](SolveStatus s) { return s != SolveStatus::ok; }));
+    std::vector<std::int32_t> counts(static_cast<std::size_t>(batch));
+    cuda::copy_to_host(counts.data(), iterations.data(), iterations.bytes());
+    const bool fallback = has_fallback(kernel);
+    double sum = 0, summed = 0;
+    for (std::size_t b = 0; b < statuses.size(); ++b) {
+      const bool ok = statuses[b] == SolveStatus::ok;
+      not_ok += ok ? 0 : 1;
+      if (ok || !fallback) {
+        sum += counts[b];
+        summed += 1;
+      }
+    }
+    cg_iterations = summed > 0 ? sum / summed : 0;
+    state.counters["not_ok"] = not_ok;
   }
 
   cudaEvent_t start, stop;
@@ -361,7 +431,18 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
   state.counters["GB/s"] = gbs;
   state.counters["of_copy"] = gbs / copy_bandwidth_gbs;
   state.counters["median_ms"] = ms;
-  rows().push_back({name, ms, gbs});
+
+  const bench::Ops ops = operations(kernel, n, cg_iterations, not_ok / double(batch));
+  if (kernel_uses_cg(kernel)) state.counters["cg_its"] = cg_iterations;
+  const double memory_s = moved / (copy_bandwidth_gbs * 1e9);
+  const double arithmetic_s =
+      bench::arithmetic_seconds(ops, sizeof(Real) == 8, double(batch), device_peak.major,
+                                device_peak.minor, device_peak.sms, device_peak.clock_khz);
+  const double of_floor = std::max(memory_s, arithmetic_s) / (ms / 1e3);
+  const double arith_over_mem = arithmetic_s / memory_s;
+  state.counters["of_floor"] = of_floor;
+  state.counters["arith_over_mem"] = arith_over_mem;
+  rows().push_back({name, ms, gbs, of_floor, arith_over_mem});
 }
 
 // "" for the default forward, else "[rows_first]", "[tilekernels:1e-06]", ...
@@ -434,20 +515,32 @@ int main(int argc, char** argv) {
   cuda::require_device();
   cudaDeviceProp prop{};
   SINKGRAD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  int clock_khz = 0;
+  SINKGRAD_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+  device_peak = {prop.major, prop.minor, prop.multiProcessorCount, double(clock_khz)};
   copy_bandwidth_gbs = measure_copy_bandwidth();
   std::printf(
       "device: %s, %d SMs, L2 %d MB; B = %lld, T = %d; forward %s; copy ceiling %.0f GB/s\n",
       prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
       static_cast<long long>(bench_batch()), forward_iterations, describe(bench_forward()).c_str(),
       copy_bandwidth_gbs);
+  const bench::LanesPerSm lanes = bench::lanes_per_sm(prop.major, prop.minor);
+  const double per_lane = prop.multiProcessorCount * clock_khz * 1e3 / 1e12;
+  std::printf(
+      "arithmetic peaks (cc %d.%d, %.0f MHz): issue %.1f, FP32 %.1f, FP64 %.1f, MUFU %.1f "
+      "T thread-instructions/s\n",
+      prop.major, prop.minor, clock_khz / 1e3, lanes.issue * per_lane, lanes.fp32 * per_lane,
+      lanes.fp64 * per_lane, lanes.mufu * per_lane);
   register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  // New columns go at the end: scripts/gpu_bench_compare.py reads the first two.
   std::printf(
-      "\n| kernel / n / dtype | ms (median) | GB/s | of copy (%.0f GB/s) |\n|---|---|---|---|\n",
+      "\n| kernel / n / dtype | ms (median) | GB/s | of copy (%.0f GB/s) | of floor | arith / mem "
+      "|\n|---|---|---|---|---|---|\n",
       copy_bandwidth_gbs);
   for (const auto& row : rows())
-    std::printf("| %s | %.3f | %.0f | %.2f |\n", row.name.c_str(), row.ms, row.gbs,
-                row.gbs / copy_bandwidth_gbs);
+    std::printf("| %s | %.3f | %.0f | %.2f | %.2f | %.2f |\n", row.name.c_str(), row.ms, row.gbs,
+                row.gbs / copy_bandwidth_gbs, row.of_floor, row.arith_over_mem);
   return 0;
 }
