@@ -146,5 +146,46 @@ TYPED_TEST(Auto, KeepModeReplacesOnlyFailuresAndKeepsTheirStatus) {
   EXPECT_GT(replaced, 0);
 }
 
+// Saturated logits (6 N(0, 1) + I, as a trained mHC layer's can be) under tilekernels' default
+// eps: rows and columns converge to 1e-5 within 20 steps for some matrices, but where the
+// softmax falls below eps the corrected formula is not the derivative of the forward (its
+// relative error reached 5.9 on such matrices). Every gradient auto returns must then be the
+// exact one; with eps = 0 the base is a scaling of exp(M) again and the implicit path returns.
+TEST(AutoSaturated, SoftmaxPlusEpsGetsTheExactGradientAtAnyViolation) {
+  auto rng = make_rng(2026);
+  const int n = 4, T = 20;
+  const index_t batch = 2000;
+  auto M = normal_batch<double>(rng, batch, n, 6.0);
+  for (index_t b = 0; b < batch; ++b)
+    for (int i = 0; i < n; ++i) M(b, i, i) += 1.0;
+  const auto G = normal_batch<double>(rng, batch, n);
+  for (const double eps : {1e-6, 0.0}) {
+    const ForwardSpec spec = make_forward_spec("tilekernels", eps);
+    HostBatch<double> R(batch, n);
+    sinkhorn_forward<double>(M.view(), T, R.view(), nullptr, Device::cpu, spec);
+    const auto automatic = solve(*SolverRegistry::global().create("auto"), M, R, G, T, false, spec);
+    const auto exact = solve(*SolverRegistry::global().create("unrolled"), M, R, G, T, false, spec);
+    int near_converged = 0, implicit = 0;
+    for (index_t b = 0; b < batch; ++b) {
+      near_converged += violation(R, b) <= 1e-5;
+      const bool ok = automatic.status[static_cast<std::size_t>(b)] == SolveStatus::ok;
+      implicit += ok;
+      if (ok && eps == 0) continue;  // the implicit gradient: its accuracy is another test's
+      double difference = 0, norm = 0;
+      for (int e = 0; e < n * n; ++e) {
+        const double a = automatic.grad.data()[b * n * n + e], x = exact.grad.data()[b * n * n + e];
+        difference += (a - x) * (a - x);
+        norm += x * x;
+      }
+      EXPECT_LE(std::sqrt(difference), 1e-12 * std::sqrt(norm)) << "eps " << eps << " matrix " << b;
+    }
+    EXPECT_GE(near_converged, 20) << "the inputs no longer reach the acceptance test";
+    if (eps > 0)
+      EXPECT_EQ(implicit, 0) << "an implicit gradient under softmax_rows(M) + eps";
+    else
+      EXPECT_GT(implicit, 0) << "eps = 0: no matrix took the implicit path";
+  }
+}
+
 }  // namespace
 }  // namespace sinkgrad::testing
