@@ -9,7 +9,10 @@ beside the GPU time. Prints one markdown table.
 
 Rows: "layer" is sgt.sinkhorn + torch.autograd.grad (a training step); "raw" the layer's
 library calls (_kernels.forward, _kernels.backward with on_failure="unrolled") on prepared
-buffers; "layer - raw" what the layer adds. Each cell is the median over --repeats rounds of
+buffers; "layer - raw" what the layer adds. Last, "torch floor": the same step through a
+custom autograd.Function that does no work (returns its input, passes the gradient through):
+what torch's Function and autograd.grad cost alone on this device, below which no layer built
+on them can go. Each cell is the median over --repeats rounds of
 the wall clock of --steps steps run back to back, divided by the step count.
 """
 import argparse
@@ -74,6 +77,19 @@ def main():
         raw_us = per_step_us(raw, args.steps, args.repeats, synchronize)
         print(f"| {backward} | {layer_us:.1f} | {raw_us:.1f} | {layer_us - raw_us:.1f} |",
               flush=True)
+    floor_us = per_step_us(lambda: torch.autograd.grad(_Identity.apply(x), x, G), args.steps,
+                           args.repeats, synchronize)
+    print(f"| torch floor (an autograd.Function doing nothing) | {floor_us:.1f} | - | - |")
+
+
+class _Identity(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits):
+        return logits.view_as(logits)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
 
 
 if __name__ == "__main__":
