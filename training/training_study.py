@@ -81,8 +81,8 @@ FORWARDS = ["tilekernels", "rows_first"]
 SEEDS = [0, 1, 2, 3, 4]
 
 # The sweep and model of each preset; any option given on the command line replaces its value.
-# cuda: 2000 steps of 64 x 128 bytes (8.2 M bytes, about half an epoch of the 15 MB corpus: no
-# text is seen twice, so the evaluation loss cannot fall by memorising), with the routing that
+# cuda: 2000 steps of 64 x 128 bytes (16.4 M bytes, about one epoch of the 15 MB corpus, each
+# window's start drawn at random; the held-out pages tell memorising apart), with the routing that
 # makes R the road between streams (post_select 3, fixed_routing), on which the stop-gradient
 # control trains worse than unrolled (docs/results.md).
 MODEL = dict(n=4, heads=2, alpha_res=3.0, identity=1.0, pre_select=2.0, post_spread=1.0,
