@@ -59,6 +59,15 @@ from training_results import (forward_rows, forward_title, ordered, read, seed_s
                               select, table, unrolled_by_seed)
 
 
+def finite_mean(stack):
+    """The mean over seeds (axis 0) of the finite values: a diverged seed leaves the mean of the
+    others (the table's means are over the seeds that did not diverge, too); NaN where none is
+    finite."""
+    finite = np.isfinite(stack)
+    counts = finite.sum(0)
+    return np.where(counts > 0, np.where(finite, stack, 0).sum(0) / np.maximum(counts, 1), np.nan)
+
+
 def smooth(values, width):
     if len(values) < width or width < 2:
         return values
@@ -93,18 +102,18 @@ def plot_loss_curves(runs, forward, style, out, dpi, stamp):
     Ts = sorted({r["T"] for r in runs})
     fig, axes = per_T_panels(
         Ts, f"Training loss along training, forward {forward}: evaluation loss (markers) and "
-        "training loss (thin, smoothed), mean over seeds", "loss (nats / byte)")
+        "training loss (thin, smoothed), mean over the seeds not diverged", "loss (nats / byte)")
     for ax, T in zip(axes, Ts):
         for backward in ordered(r["backward"] for r in runs):
             chosen = select(runs, T=T, backward=backward)
             if not chosen:
                 continue
             color, marker, line, face = style[backward]
-            evals = seed_stack(chosen, "eval_loss").mean(0)
+            evals = finite_mean(seed_stack(chosen, "eval_loss"))
             steps = np.asarray(chosen[0]["data"]["eval_step"])[:len(evals)]
             ax.plot(steps, evals, color=color, marker=marker, linestyle=line,
                     markerfacecolor=face, label=backward)
-            train = seed_stack(chosen, "train_loss").mean(0)
+            train = finite_mean(seed_stack(chosen, "train_loss"))
             width = max(1, len(train) // 10)
             smoothed = smooth(train, width)
             ax.plot(np.arange(len(smoothed)) + (width + 1) / 2, smoothed, color=color,
