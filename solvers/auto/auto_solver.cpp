@@ -75,8 +75,9 @@ void register_auto(SolverRegistry& registry) {
       0, true));
   SolverInfo info{"auto",
                   "the corrected implicit gradient by CG where it succeeds and the forward is near "
-                  "convergence, the exact unrolled gradient for the other matrices (status "
-                  "fallback), computed for those only",
+                  "convergence, the exact unrolled gradient for the other matrices and for every "
+                  "matrix of a forward whose base is no scaling of exp(M) (mhc_triton, tilekernels "
+                  "with eps > 0) (status fallback), computed for those only",
                   builtin_devices(),
                   both_precisions(),
                   options,
