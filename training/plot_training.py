@@ -55,8 +55,8 @@ import numpy as np  # noqa: E402
 import plot_style as ps  # noqa: E402
 from plot_style import plt  # noqa: E402
 from plot_training_mechanism import plot_mechanism  # noqa: E402
-from training_results import (forward_rows, forward_title, ordered, read, seed_stack,  # noqa: E402
-                              select, table, unrolled_by_seed)
+from training_results import (forward_rows, forward_title, late_eval, ordered, read,  # noqa: E402
+                              seed_stack, select, table, unrolled_by_seed)
 
 
 def finite_mean(stack):
@@ -154,28 +154,18 @@ def plot_final_loss(runs, style, out, dpi, stamp):
         for k, backward in enumerate(backwards):
             color, marker, line, face = style[backward]
             shift = 1 + 0.03 * (k - (len(backwards) - 1) / 2)  # bars side by side
-            points = {}
-            for paired in (False, True):
-                for T in Ts:
-                    chosen = select(runs, forward=forward, T=T, backward=backward)
-                    ref = unrolled_by_seed(runs, forward, T, "late_eval_loss")
-                    values = np.array([r["late_eval_loss"] - (ref.get(r["seed"], np.nan)
-                                                               if paired else 0.0)
-                                       for r in chosen])
-                    finite = values[np.isfinite(values)]
-                    if len(values):
-                        points.setdefault(paired, []).append((T, finite, len(values) -
-                                                              len(finite)))
-            differences = [v for _, v, _ in points.get(True, []) if len(v)]
+            # (T, losses, paired differences, seeds diverged) of each T the backward ran
+            points = [(T, *late_eval(runs, forward, backward, T)) for T in Ts]
+            differences = [paired for _, _, paired, _ in points if len(paired)]
             if any(np.mean(v) > OFF_SCALE for v in differences):
                 low = min(v.min() for v in differences)
                 high = max(v.max() for v in differences)
-                lost = sum(d for _, _, d in points[True])
+                lost = sum(d for _, _, _, d in points)
                 off_scale.append(f"{backward}: {low:+.2f} to {high:+.2f}" +
                                  (f", {lost} diverged" if lost else ""))
                 continue
-            for ax, paired in ((top, False), (bottom, True)):
-                drawn = [(T, v, d) for T, v, d in points.get(paired, []) if len(v)]
+            for ax, k in ((top, 1), (bottom, 2)):
+                drawn = [(p[0], p[k], p[3]) for p in points if len(p[k])]
                 means = [np.mean(v) for _, v, _ in drawn]
                 ax.errorbar([T * shift for T, _, _ in drawn], means,
                             yerr=[[m - v.min() for m, (_, v, _) in zip(means, drawn)],

@@ -75,6 +75,19 @@ def unrolled_by_seed(runs, forward, T, key="final_eval_loss"):
     return {r["seed"]: r[key] for r in select(runs, forward=forward, T=T, backward="unrolled")}
 
 
+def late_eval(runs, forward, backward, T):
+    """One setting's late evaluation losses over the seeds that did not diverge, the same minus
+    the unrolled run of each seed (seeds with one), and how many seeds diverged: what the table
+    and the late-loss figure show."""
+    chosen = select(runs, forward=forward, backward=backward, T=T)
+    ref = unrolled_by_seed(runs, forward, T, "late_eval_loss")
+    finite = [(r["seed"], r.get("late_eval_loss", r["final_eval_loss"])) for r in chosen]
+    finite = [(seed, loss) for seed, loss in finite if np.isfinite(loss)]
+    losses = np.array([loss for _, loss in finite])
+    paired = np.array([loss - ref[seed] for seed, loss in finite if seed in ref])
+    return losses, paired, len(chosen) - len(finite)
+
+
 def degraded(run, runs):
     """1 when the run's late training loss lies above the unrolled seeds' band (their largest
     late training loss) at its forward and T, or the run diverged; None without unrolled runs."""
@@ -113,19 +126,16 @@ def table(runs):
                 chosen = select(runs, forward=forward, backward=backward, T=T)
                 if not chosen:
                     continue
-                # Over the seeds that did not diverge (their count is its own column).
-                losses = [loss for loss in (r.get("late_eval_loss", r["final_eval_loss"])
-                                            for r in chosen) if np.isfinite(loss)] or [np.nan]
+                losses, diffs, _ = late_eval(runs, forward, backward, T)
+                losses = list(losses) or [np.nan]
                 mean = np.mean(losses)
                 within, paired = "", ""
                 by_seed = unrolled_by_seed(runs, forward, T, "late_eval_loss")
                 if by_seed:
                     ref = list(by_seed.values())
                     within = "yes" if min(ref) <= mean <= max(ref) else "no"
-                    diffs = [r["late_eval_loss"] - by_seed[r["seed"]] for r in chosen
-                             if r["seed"] in by_seed and np.isfinite(r["late_eval_loss"])]
                     paired = (f"{np.mean(diffs):+.4f} [{min(diffs):+.4f}, {max(diffs):+.4f}]"
-                              if diffs else "")
+                              if len(diffs) else "")
                 status = np.sum([r["status_counts"] for r in chosen], axis=0)
                 not_ok = f"{1 - status[0] / status.sum():.2%}" if status.sum() else "-"
                 worse = [degraded(r, runs) for r in chosen]

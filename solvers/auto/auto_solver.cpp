@@ -44,14 +44,9 @@ class AutoSolver : public SolverVariants<AutoSolver> {
   void run(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
            Device device) const {
     const int n = problem.grad_output.n;
-    // The corrected formula is the derivative of a forward whose base is a diagonal scaling of
-    // exp(M). |M| + eps (mhc_triton) never is; softmax_rows(M) + eps (tilekernels, eps > 0) is
-    // not where softmax entries fall below eps (saturated logits), and there the formula is off
-    // by O(1) however small the violation (docs/math.md). Every such matrix falls back.
-    const ForwardBase base = forward_recipe(problem.forward.convention).base;
-    const bool implicit_applies =
-        base == ForwardBase::exp || (base == ForwardBase::softmax_rows && problem.forward.eps == 0);
-    const auto max_violation = !implicit_applies ? Real(-1)
+    // Where the base is no scaling of exp(M) the corrected formula is off by O(1) however small
+    // the violation (core/forward_spec.hpp): every matrix falls back.
+    const auto max_violation = !base_scales_exp(problem.forward) ? Real(-1)
                                : options().is_auto("max_violation")
                                    ? static_cast<Real>(default_max_violation)
                                    : static_cast<Real>(options().real("max_violation"));
