@@ -1,11 +1,14 @@
 #include "core/backward_solver.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/device_runtime.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
+#include "core/log_base_chain.hpp"
 #include "core/solve_diagnostics.hpp"
 #include "core/solver_contract.hpp"
 
@@ -33,6 +36,44 @@ void store_diagnostics_on_host(BatchView<const Real> R, const SolveDiagnostics<R
 #pragma omp parallel for schedule(static)
   for (index_t b = 0; b < R.batch; ++b) store_matrix_diagnostics(d, b, R.matrix(b), R.n);
 }
+
+// dL/d(log B) carried to M in host memory, a row per iteration, OpenMP over the rows.
+template <class Real>
+void carry_on_host(BatchView<const Real> M, const ForwardSpec& spec,
+                   const BackwardResult<Real>& result) {
+  const ForwardBase base = forward_recipe(spec.convention).base;
+  const index_t rows = M.batch * M.n;
+#pragma omp parallel for schedule(static)
+  for (index_t row = 0; row < rows; ++row)
+    carry_result_row(base, static_cast<Real>(spec.eps), M, result, row);
+}
+
+// The iterates of a solve that writes dL/d(log B), carried to M before they reach the caller's
+// sink (from the solver's threads at once, so the copy is per thread).
+template <class Real>
+class CarriedIterates final : public IterateSink<Real> {
+ public:
+  CarriedIterates(IterateSink<Real>* sink, BatchView<const Real> M, const ForwardSpec& spec)
+      : sink_(sink),
+        M_(M),
+        base_(forward_recipe(spec.convention).base),
+        eps_(static_cast<Real>(spec.eps)) {}
+
+  void gradient(index_t b, int k, const Real* g) override {
+    const int n = M_.n;
+    thread_local std::vector<Real> carried;
+    carried.assign(g, g + index_t(n) * n);
+    for (int i = 0; i < n; ++i)
+      carry_row_to_logits(base_, eps_, M_.matrix(b) + index_t(i) * n, carried.data() + i * n, n);
+    sink_->gradient(b, k, carried.data());
+  }
+
+ private:
+  IterateSink<Real>* sink_;
+  BatchView<const Real> M_;
+  ForwardBase base_;
+  Real eps_;
+};
 
 }  // namespace
 
@@ -124,6 +165,12 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
 
   if (info_.needs_logits && problem.logits.data == nullptr)
     throw Error("solver '" + name() + "' replays the forward and needs the logits");
+  const bool carry = info_.log_base_gradient && carries_log_base_gradient(problem.forward);
+  if (carry && problem.logits.data == nullptr)
+    throw Error("solver '" + name() + "' needs the logits under the forward " +
+                describe(problem.forward) +
+                ": its base is no scaling of exp(M), so the implicit gradient is carried from "
+                "log B to M");
 
   // The diagnostics come before the solve: relative_residual is NaN-filled here and the CG
   // drivers overwrite it.
@@ -134,7 +181,16 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
       throw Error("a solve on the cpu needs every batch in host memory");
     if (diagnostics.any()) store_diagnostics_on_host(problem.forward_output, diagnostics);
     mark_not_written(result);
-    behind_exception_boundary(*this, [&] { solve_cpu(problem, result); });
+    if (!carry) {
+      behind_exception_boundary(*this, [&] { solve_cpu(problem, result); });
+    } else {
+      BackwardResult<Real> inner = result;
+      std::optional<CarriedIterates<Real>> iterates;
+      if (result.iterates != nullptr)
+        inner.iterates = &iterates.emplace(result.iterates, problem.logits, problem.forward);
+      behind_exception_boundary(*this, [&] { solve_cpu(problem, inner); });
+      carry_on_host(problem.logits, problem.forward, result);
+    }
     check_solver_output(*this, result);
     return;
   }
@@ -148,6 +204,7 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
     // One reference captured: std::function holds it without allocating.
     const auto run = [&] { solve_cuda(problem, result); };
     behind_exception_boundary(*this, [&run] { run(); });
+    if (carry) device::carry_to_logits(problem.logits, problem.forward, result, problem.stream);
     if (wait) device::synchronize(what());
     if (!from_plugin_) return;
     BreachReport first;
@@ -164,11 +221,12 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   if (diagnostics.any()) store_diagnostics_on_host(problem.forward_output, diagnostics);
   device::solve_staged<Real>(
       problem, result,
-      [this](const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
+      [this, carry](const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
         // The device copies start as not written, so that the host check sees what a plugin
         // left unwritten (the copies are otherwise uninitialised).
         if (from_plugin_) device::mark_not_written(r, p.stream);
         behind_exception_boundary(*this, [&] { solve_cuda(p, r); });
+        if (carry) device::carry_to_logits(p.logits, p.forward, r, p.stream);
       },
       what());
   check_solver_output(*this, result);

@@ -18,6 +18,10 @@ struct SolverInfo {
   std::vector<Precision> precisions;
   std::vector<OptionSpec> options;
   bool needs_logits = false;  // replays the forward from M (otherwise R and G suffice)
+  // Writes dL/d(log B), as the implicit formulas give it: under a base that is no scaling of
+  // exp(M) the checked solve carries it to dL/dM from the logits (core/log_base_chain.hpp),
+  // which such a solve then needs.
+  bool log_base_gradient = false;
 
   bool supports(Device device) const;
   bool supports(Precision precision) const;

@@ -42,6 +42,12 @@ void store_diagnostics(BatchView<const Real> R, const SolveDiagnostics<Real>& di
 // without waiting, except check_output with `first` given: it waits and stores the first breach.
 template <class Real>
 void mark_not_written(const BackwardResult<Real>& result, void* stream);
+
+// Carries an implicit solve's dL/d(log B) to dL/dM (core/log_base_chain.hpp) in device memory,
+// for every matrix not marked fallback, on `stream`; returns without waiting.
+template <class Real>
+void carry_to_logits(BatchView<const Real> M, const ForwardSpec& spec,
+                     const BackwardResult<Real>& result, void* stream);
 template <class Real>
 void check_output(const BackwardResult<Real>& result, void* stream, BreachReport* first);
 

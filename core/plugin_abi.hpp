@@ -23,8 +23,9 @@ class SolverRegistry;
 }
 
 // 2: BackwardProblem::stream; 3: BackwardResult::diagnostics; 4: OptionSpec::maximum;
-// 5: BackwardResult::iterates, BackwardSolver::reports_iterates and from_plugin
-#define SINKGRAD_PLUGIN_ABI_VERSION 5
+// 5: BackwardResult::iterates, BackwardSolver::reports_iterates and from_plugin;
+// 6: SolverInfo::log_base_gradient
+#define SINKGRAD_PLUGIN_ABI_VERSION 6
 
 #if defined(_WIN32)
 #define SINKGRAD_PLUGIN_EXPORT extern "C" __declspec(dllexport)

@@ -45,6 +45,16 @@ void check_output(const BackwardResult<Real>&, void*, BreachReport*) {
   no_cuda();
 }
 
+template <class Real>
+void carry_to_logits(BatchView<const Real>, const ForwardSpec&, const BackwardResult<Real>&,
+                     void*) {
+  no_cuda();
+}
+
+template void carry_to_logits(BatchView<const float>, const ForwardSpec&,
+                              const BackwardResult<float>&, void*);
+template void carry_to_logits(BatchView<const double>, const ForwardSpec&,
+                              const BackwardResult<double>&, void*);
 template void mark_not_written(const BackwardResult<float>&, void*);
 template void mark_not_written(const BackwardResult<double>&, void*);
 template void check_output(const BackwardResult<float>&, void*, BreachReport*);

@@ -44,10 +44,7 @@ class AutoSolver : public SolverVariants<AutoSolver> {
   void run(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
            Device device) const {
     const int n = problem.grad_output.n;
-    // Where the base is no scaling of exp(M) the corrected formula is off by O(1) however small
-    // the violation (core/forward_spec.hpp): every matrix falls back.
-    const auto max_violation = !base_scales_exp(problem.forward) ? Real(-1)
-                               : options().is_auto("max_violation")
+    const auto max_violation = options().is_auto("max_violation")
                                    ? static_cast<Real>(default_max_violation)
                                    : static_cast<Real>(options().real("max_violation"));
     cg_corrected_batch(problem, result, device,
@@ -70,13 +67,13 @@ void register_auto(SolverRegistry& registry) {
       0, true));
   SolverInfo info{"auto",
                   "the corrected implicit gradient by CG where it succeeds and the forward is near "
-                  "convergence, the exact unrolled gradient for the other matrices and for every "
-                  "matrix of a forward whose base is no scaling of exp(M) (mhc_triton, tilekernels "
-                  "with eps > 0) (status fallback), computed for those only",
+                  "convergence, the exact unrolled gradient for the other matrices (status "
+                  "fallback), computed for those only",
                   builtin_devices(),
                   both_precisions(),
                   options,
-                  /*needs_logits=*/true};
+                  /*needs_logits=*/true,
+                  /*log_base_gradient=*/true};
   registry.add(info, [info](const OptionValues& values) {
     return std::make_unique<AutoSolver>(info, values);
   });

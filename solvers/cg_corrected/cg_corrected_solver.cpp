@@ -23,8 +23,8 @@ void cg_corrected_batch(const BackwardProblem<Real>& problem, const BackwardResu
   // when the forward's last step normalised columns; the projection's side seen from there.
   const bool transposed = last_step_normalises_columns(problem.forward.convention);
   const math::GradientSide side =
-      project ? (transposed ? transposed_side(invariant_side(problem.forward))
-                            : invariant_side(problem.forward))
+      project ? (transposed ? transposed_side(projected_side(problem.forward))
+                            : projected_side(problem.forward))
               : math::GradientSide::none;
   if (device == Device::cuda) {
 #if defined(SINKGRAD_WITH_CUDA)
@@ -86,7 +86,11 @@ void register_cg_corrected(SolverRegistry& registry) {
   SolverInfo info{"cg_corrected",
                   "implicit gradient of the corrected system (diag(c) - R^T diag(r)^-1 R) beta = "
                   "s_c - R^T diag(r)^-1 s_r with the actual marginals, by conjugate gradients",
-                  builtin_devices(), both_precisions(), options};
+                  builtin_devices(),
+                  both_precisions(),
+                  options,
+                  /*needs_logits=*/false,
+                  /*log_base_gradient=*/true};
   registry.add(info, [info](const OptionValues& values) {
     return std::make_unique<CgCorrectedSolver>(info, values);
   });

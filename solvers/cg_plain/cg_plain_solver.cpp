@@ -73,7 +73,11 @@ void register_cg_plain(SolverRegistry& registry) {
   SolverInfo info{"cg_plain",
                   "implicit gradient assuming r = c = 1 (exact only at a converged forward), by "
                   "conjugate gradients",
-                  builtin_devices(), both_precisions(), options};
+                  builtin_devices(),
+                  both_precisions(),
+                  options,
+                  /*needs_logits=*/false,
+                  /*log_base_gradient=*/true};
   registry.add(info, [info](const OptionValues& values) {
     return std::make_unique<CgPlainSolver>(info, values);
   });

@@ -6,6 +6,7 @@
 // project their gradient onto those matrices (implicit_operators.hpp, implicit_math.hpp).
 
 #include "core/forward_spec.hpp"
+#include "core/log_base_chain.hpp"
 
 namespace sinkgrad::math {
 
@@ -29,6 +30,13 @@ inline math::GradientSide invariant_side(const ForwardSpec& spec) {
   if (recipe.shift == (recipe.rows_first ? BaseShift::row_max : BaseShift::column_max))
     return first;
   return spec.eps == 0 ? first : math::GradientSide::none;
+}
+
+// The side an implicit solver projects its own result onto. Where that result is dL/d(log B),
+// carried to M after the solve (core/log_base_chain.hpp), none: the carry through the row
+// softmax already leaves every row of dL/dM summing to 0, and |M| + eps has no invariant side.
+inline math::GradientSide projected_side(const ForwardSpec& spec) {
+  return carries_log_base_gradient(spec) ? math::GradientSide::none : invariant_side(spec);
 }
 
 // The same side seen by a solve of the transposed problem (R^T, G^T; exact_side.hpp).

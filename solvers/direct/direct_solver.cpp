@@ -121,7 +121,9 @@ void register_direct(SolverRegistry& registry) {
       both_precisions(),
       {OptionSpec::choice("system", {"corrected", "plain"},
                           "corrected: actual marginals r, c; plain: assumes r = c = 1"),
-       project_option_spec()}};
+       project_option_spec()},
+      /*needs_logits=*/false,
+      /*log_base_gradient=*/true};
   registry.add(info, [info](const OptionValues& values) {
     return std::make_unique<DirectSolver>(info, values);
   });

@@ -46,11 +46,12 @@ Solution<Real> solve_cuda(const BackwardSolver& solver, const HostBatch<Real>& M
 }
 
 template <class Real>
-void check_convention(const ForwardSpec& spec, int n, int T, double tolerance) {
+void check_convention(const ForwardSpec& spec, int n, int T, double tolerance,
+                      double logits_scale = 2.0) {
   SCOPED_TRACE(describe(spec) + " n " + std::to_string(n) + " T " + std::to_string(T));
   auto rng = make_rng(static_cast<std::uint64_t>(1700 + 31 * n + T));
   const index_t batch = 96;
-  auto M = convert<Real>(normal_batch<double>(rng, batch, n, 2.0));
+  auto M = convert<Real>(normal_batch<double>(rng, batch, n, logits_scale));
   const auto G = convert<Real>(normal_batch<double>(rng, batch, n, 1.0));
   M(5, 0, n - 1) = std::numeric_limits<Real>::quiet_NaN();
 
@@ -141,6 +142,20 @@ TEST(ConventionParity, PresetsWithoutATeamFormMatchTheCpu) {
           check_convention<double>(spec, n, T, 1e-13);
           check_convention<float>(spec, n, T, 2e-5);
         }
+}
+
+// Saturated logits: the row softmax falls below eps, where carrying the implicit gradient from
+// log B to M (core/log_base_chain.hpp) changes it by O(1).
+TEST(ConventionParity, SaturatedLogitsAreCarriedAsOnTheCpu) {
+  SINKGRAD_REQUIRE_GPU();
+  for (const ForwardSpec& spec :
+       {make_forward_spec("tilekernels", 1e-6), make_forward_spec("tilekernels", 1e-3),
+        make_forward_spec("mhc_triton", 1e-8)})
+    for (int n : {4, 8, 33})
+      for (int T : {3, 20}) {
+        check_convention<double>(spec, n, T, 1e-13, 6.0);
+        check_convention<float>(spec, n, T, 2e-5, 6.0);
+      }
 }
 
 // T = 50 does not fit the team form's tape: the GPU replays it in checkpointed segments, each

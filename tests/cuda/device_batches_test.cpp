@@ -11,13 +11,14 @@ namespace sinkgrad::testing {
 namespace {
 
 template <class Real>
-void check_device_resident(const SolverCase& solver_case) {
+void check_device_resident(const SolverCase& solver_case, const ForwardSpec& spec = {}, int n = 8) {
   const auto solver = SolverRegistry::global().create(solver_case.name, solver_case.options);
   auto rng = make_rng(11);
-  const int n = 8;
   const index_t batch = 1000;
-  const Inputs<Real> in = make_inputs<Real>(rng, batch, n, 20, /*bad_matrices=*/true);
-  const Outputs<Real> staged = solve_on(*solver, in, Device::cuda);
+  Inputs<Real> in = make_inputs<Real>(rng, batch, n, 20, /*bad_matrices=*/true);
+  if (!is_default_forward(spec))
+    sinkhorn_forward<Real>(in.M.view(), 20, in.R.view(), nullptr, Device::cpu, spec);
+  const Outputs<Real> staged = solve_on(*solver, in, Device::cuda, spec);
 
   cuda::DeviceBatch<Real> M(in.M), R(in.R), G(in.G), grad(batch, n);
   cuda::DeviceBuffer status(batch * sizeof(SolveStatus)), iterations(batch * sizeof(std::int32_t));
@@ -26,7 +27,7 @@ void check_device_resident(const SolverCase& solver_case) {
   // Poisoned as solve_on poisons the host rows: a failed matrix's row is never written.
   const std::vector<Real> poison(static_cast<std::size_t>(batch * stride), Real(-7));
   cuda::copy_to_device(history.data(), poison.data(), history.bytes());
-  BackwardProblem<Real> problem{M.view(), R.view(), G.view(), 20};
+  BackwardProblem<Real> problem{M.view(), R.view(), G.view(), 20, spec};
   BackwardResult<Real> result{grad.view(), status.as<SolveStatus>(), iterations.as<std::int32_t>(),
                               stride > 0 ? history.as<Real>() : nullptr, stride};
   solver->solve(problem, result, Device::cuda);
@@ -54,6 +55,24 @@ TEST(DeviceBatches, DeviceResidentEqualsHostResident) {
     check_device_resident<float>(solver_case);
     check_device_resident<double>(solver_case);
   }
+}
+
+// Under a base that is no scaling of exp(M) the implicit gradient is carried to M by a kernel of
+// its own after the solve (core/log_base_chain.hpp): the same launch for both memory spaces.
+TEST(DeviceBatches, CarriedGradientIsTheSameResidentOrStaged) {
+  SINKGRAD_REQUIRE_GPU();
+  std::vector<SolverCase> cases = solver_cases();
+  cases.push_back({"auto", {}});
+  for (const ForwardSpec& spec :
+       {make_forward_spec("tilekernels"), make_forward_spec("mhc_triton")})
+    for (const SolverCase& solver_case : cases) {
+      if (solver_case.name == "unrolled") continue;
+      for (const int n : {4, 33}) {
+        SCOPED_TRACE(solver_case.label() + " " + describe(spec) + " n " + std::to_string(n));
+        check_device_resident<float>(solver_case, spec, n);
+        check_device_resident<double>(solver_case, spec, n);
+      }
+    }
 }
 
 // 2^21 + 3 matrices: several times what one grid holds resident, so every thread strides.

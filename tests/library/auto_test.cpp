@@ -148,11 +148,12 @@ TYPED_TEST(Auto, KeepModeReplacesOnlyFailuresAndKeepsTheirStatus) {
 }
 
 // Saturated logits (6 N(0, 1) + I, as a trained mHC layer's can be) under tilekernels' default
-// eps: rows and columns converge to 1e-5 within 20 steps for some matrices, but where the
-// softmax falls below eps the corrected formula is not the derivative of the forward (its
-// relative error reached 5.9 on such matrices). Every gradient auto returns must then be the
-// exact one; with eps = 0 the base is a scaling of exp(M) again and the implicit path returns.
-TEST(AutoSaturated, SoftmaxPlusEpsGetsTheExactGradientAtAnyViolation) {
+// eps: rows and columns converge to 1e-5 within 20 steps for some matrices, and the softmax falls
+// below eps in many. The implicit path carries its dL/d(log B) to M (core/log_base_chain.hpp):
+// without that carry a quarter of the near-converged matrices were off by more than 1 %, up to
+// 5.9 times the gradient's norm. Each matrix gets cg_corrected's bits or unrolled's, and the
+// implicit ones are as close to the exact gradient as under eps = 0.
+TEST(AutoSaturated, SoftmaxPlusEpsTakesTheCarriedImplicitPath) {
   auto rng = make_rng(2026);
   const int n = 4, T = 20;
   const index_t batch = 2000;
@@ -160,29 +161,33 @@ TEST(AutoSaturated, SoftmaxPlusEpsGetsTheExactGradientAtAnyViolation) {
   for (index_t b = 0; b < batch; ++b)
     for (int i = 0; i < n; ++i) M(b, i, i) += 1.0;
   const auto G = normal_batch<double>(rng, batch, n);
+  const std::size_t nn = static_cast<std::size_t>(n) * n;
   for (const double eps : {1e-6, 0.0}) {
+    SCOPED_TRACE("eps " + std::to_string(eps));
     const ForwardSpec spec = make_forward_spec("tilekernels", eps);
     HostBatch<double> R(batch, n);
     sinkhorn_forward<double>(M.view(), T, R.view(), nullptr, Device::cpu, spec);
-    const auto automatic = solve(*SolverRegistry::global().create("auto"), M, R, G, T, false, spec);
-    const auto exact = solve(*SolverRegistry::global().create("unrolled"), M, R, G, T, false, spec);
-    int near_converged = 0, implicit = 0;
+    const auto registry = [](const char* name) { return SolverRegistry::global().create(name); };
+    const auto automatic = solve(*registry("auto"), M, R, G, T, false, spec);
+    const auto corrected = solve(*registry("cg_corrected"), M, R, G, T, false, spec);
+    const auto exact = solve(*registry("unrolled"), M, R, G, T, false, spec);
+    std::vector<double> errors;
     for (index_t b = 0; b < batch; ++b) {
-      near_converged += violation(R, b) <= 1e-5;
       const bool ok = automatic.status[static_cast<std::size_t>(b)] == SolveStatus::ok;
-      implicit += ok;
-      if (ok && eps == 0) continue;  // the implicit gradient: its accuracy is another test's
-      const std::size_t nn = static_cast<std::size_t>(n) * n;
-      EXPECT_LE(
-          relative_error(automatic.grad.data() + b * n * n, exact.grad.data() + b * n * n, nn),
-          1e-12)
-          << "eps " << eps << " matrix " << b;
+      const auto& expected = ok ? corrected : exact;
+      ASSERT_TRUE(same_bits(automatic.grad.data() + b * nn, expected.grad.data() + b * nn,
+                            static_cast<int>(nn)))
+          << "matrix " << b;
+      if (ok)
+        errors.push_back(
+            relative_error(automatic.grad.data() + b * nn, exact.grad.data() + b * nn, nn));
     }
-    EXPECT_GE(near_converged, 20) << "the inputs no longer reach the acceptance test";
-    if (eps > 0)
-      EXPECT_EQ(implicit, 0) << "an implicit gradient under softmax_rows(M) + eps";
-    else
-      EXPECT_GT(implicit, 0) << "eps = 0: no matrix took the implicit path";
+    ASSERT_GE(errors.size(), 20u) << "the inputs no longer reach the acceptance test";
+    std::sort(errors.begin(), errors.end());
+    // The error of a near-converged forward's implicit gradient is its distance to the fixed
+    // point over the spectral gap; the median stays far below the uncarried gradient's 1e-3.
+    EXPECT_LE(errors[errors.size() / 2], 1e-4);
+    EXPECT_LE(errors.back(), 0.1);
   }
 }
 
