@@ -177,9 +177,9 @@ def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="
     solver name (built-in: unrolled, auto, cg_plain, cg_corrected, direct; plugins from
     SINKGRAD_PLUGIN_PATH or load_plugin). "auto" is the implicit backward safe to train with:
     cg_corrected per matrix, the exact unrolled gradient where that fails or the forward is too
-    far from converged (status fallback), and for every matrix after mhc_triton and after
-    tilekernels with eps > 0 (their bases are no scaling of exp(logits)). options: a dict passed to the solver as
-    --option key=value is. forward: the forward convention, "columns_first" (exp(logits), T times
+    far from converged (status fallback). Under tilekernels (eps > 0) and mhc_triton the implicit
+    solvers' gradient is carried from log B to the logits (docs/math.md). options: a dict passed
+    to the solver as --option key=value is. forward: the forward convention, "columns_first" (exp(logits), T times
     columns then rows), "rows_first" (TransformerEngine: rows then columns) or "tilekernels"
     (DeepSeek TileKernels, MaxText: softmax_rows(logits) + eps, columns, then T - 1 times rows
     and columns), "megatron_main" (Megatron-LM main: exp(logits - row max), T times rows then
