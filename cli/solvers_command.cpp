@@ -20,11 +20,9 @@ std::string joined(const std::vector<T>& items) {
 void print_solver(const SolverInfo& info) {
   std::cout << info.name << "\n" << wrap(info.description, 4);
   std::cout << "    devices: " << joined(info.devices)
-            << "; precisions: " << joined(info.precisions)
-            << "; needs the logits: "
+            << "; precisions: " << joined(info.precisions) << "; needs the logits: "
             << (info.needs_logits        ? "yes (replays the forward)"
-                : info.log_base_gradient ? "under tilekernels (eps > 0) and mhc_triton (carries "
-                                           "its gradient from log B to M)"
+                : info.log_base_gradient ? "for tilekernels (eps > 0) and mhc_triton"
                                          : "no")
             << "\n";
   if (info.options.empty()) {
