@@ -114,13 +114,6 @@ constexpr bool has_team_form(ForwardConvention convention) {
   return recipe.base != ForwardBase::abs && recipe.shift == BaseShift::none &&
          recipe.guard == DenominatorGuard::plus_eps;
 }
-// Whether the base is a diagonal scaling of exp(M), the structure the implicit formulas
-// differentiate: exp(M - shift) is, softmax_rows(M) only without eps (where the softmax falls
-// below eps, R's entries made of eps have no derivative in M), |M| + eps never (docs/math.md).
-inline bool base_scales_exp(const ForwardSpec& spec) {
-  const ForwardBase base = forward_recipe(spec.convention).base;
-  return base == ForwardBase::exp || (base == ForwardBase::softmax_rows && spec.eps == 0);
-}
 // Whether the last step normalises columns (so columns, not rows, sum to 1 exactly).
 constexpr bool last_step_normalises_columns(ForwardConvention convention) {
   return forward_recipe(convention).rows_first;

@@ -14,9 +14,12 @@
 
 namespace sinkgrad {
 
-// Whether a solver writing dL/d(log B) needs the logits to finish its gradient under `spec`.
+// Whether a solver writing dL/d(log B) needs the logits to finish its gradient under `spec`: the
+// base is no diagonal scaling of exp(M). exp(M - shift) is one, and softmax_rows(M) without eps;
+// softmax_rows(M) + eps and |M| + eps are not.
 inline bool carries_log_base_gradient(const ForwardSpec& spec) {
-  return !base_scales_exp(spec);
+  const ForwardBase base = forward_recipe(spec.convention).base;
+  return base == ForwardBase::abs || (base == ForwardBase::softmax_rows && spec.eps != 0);
 }
 
 // One row of g (n entries, in place) from the same row of M, for base `base` with `eps`.

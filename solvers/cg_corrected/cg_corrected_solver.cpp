@@ -21,11 +21,8 @@ void cg_corrected_batch(const BackwardProblem<Real>& problem, const BackwardResu
                         Real max_violation) {
   // The exact side eliminated (cg_corrected_math.hpp): R^T and G^T, read transposed in place,
   // when the forward's last step normalised columns; the projection's side seen from there.
-  const bool transposed = last_step_normalises_columns(problem.forward.convention);
-  const math::GradientSide side =
-      project ? (transposed ? transposed_side(projected_side(problem.forward))
-                            : projected_side(problem.forward))
-              : math::GradientSide::none;
+  const math::GradientSide side = projection_side(
+      project, problem.forward, last_step_normalises_columns(problem.forward.convention));
   if (device == Device::cuda) {
 #if defined(SINKGRAD_WITH_CUDA)
     return cuda::cg_corrected(problem, result, settings, side, max_violation);

@@ -18,12 +18,17 @@ inline OptionSpec project_option_spec() {
 }
 
 // The side to project, in the coordinates of a solve that reads R and G transposed or not;
-// none when the option is off or the forward has no invariant side (projected_side).
-inline math::GradientSide projection_side(const OptionValues& options, const ForwardSpec& spec,
-                                          bool transposed) {
-  if (options.text("project") != "true") return math::GradientSide::none;
+// none when `project` is off or the forward has no invariant side (projected_side).
+inline math::GradientSide projection_side(bool project, const ForwardSpec& spec, bool transposed) {
+  if (!project) return math::GradientSide::none;
   const math::GradientSide side = projected_side(spec);
   return transposed ? transposed_side(side) : side;
+}
+
+// The same from the solver's `project` option.
+inline math::GradientSide projection_side(const OptionValues& options, const ForwardSpec& spec,
+                                          bool transposed) {
+  return projection_side(options.text("project") == "true", spec, transposed);
 }
 
 }  // namespace sinkgrad
