@@ -1,6 +1,8 @@
 // The exact fallback's C functions (include/sinkgrad/sinkgrad_c.h): sinkgrad_replace_failures
 // and its stream-ordered form, over replace_by_unrolled in its keep mode.
 
+#include "capi/fallback_c.hpp"
+
 #include "capi/c_arguments.hpp"
 #include "core/device_runtime.hpp"
 #include "core/error.hpp"
@@ -8,10 +10,7 @@
 #include "sinkgrad/sinkgrad_c.h"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 
-namespace {
-
-using namespace sinkgrad;
-using namespace sinkgrad::capi;
+namespace sinkgrad::capi {
 
 template <class Real>
 void replace_failures(Device device, std::int64_t batch, int n, int T, const void* logits,
@@ -33,6 +32,18 @@ void replace_failures(Device device, std::int64_t batch, int n, int T, const voi
   replace_by_unrolled(problem, result, device, FallbackStatus::keep);
   if (device == Device::cuda && wait) device::synchronize("the exact fallback on cuda");
 }
+
+template void replace_failures<float>(Device, std::int64_t, int, int, const void*, const void*,
+                                      void*, const std::int32_t*, const ForwardSpec&, void*, bool);
+template void replace_failures<double>(Device, std::int64_t, int, int, const void*, const void*,
+                                       void*, const std::int32_t*, const ForwardSpec&, void*, bool);
+
+}  // namespace sinkgrad::capi
+
+namespace {
+
+using namespace sinkgrad;
+using namespace sinkgrad::capi;
 
 // Both entry points: their checks in order, then the fallback in the precision dtype names.
 // stream_ordered: on cuda without waiting, `device` not read.

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "capi/c_arguments.hpp"
+#include "capi/fallback_c.hpp"
 #include "core/error.hpp"
 #include "core/forward_spec.hpp"
 #include "core/plugin_loader.hpp"
@@ -90,26 +91,44 @@ void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int 
     solver.solve_async(problem, result);
 }
 
-// Every solve entry point: its checks in order, then the solve in the precision dtype names.
+// replace as the C ABI takes it: 0 or 1.
+bool replace_flag(int replace) {
+  if (replace != 0 && replace != 1)
+    throw Error("replace must be 0 (keep failed matrices) or 1 (the exact fallback), got " +
+                std::to_string(replace));
+  return replace == 1;
+}
+
+// Every solve entry point: its checks in order, then the solve in the precision dtype names,
+// then, when `replace`, the exact fallback for the matrices it failed (sinkgrad_backward).
 // stream_ordered: solve_async on cuda (device is not read), else a waiting solve on `device`.
 int checked_solve(const char* function, const char* solver, const char* options, int device,
                   bool stream_ordered, int dtype, std::int64_t batch, int n, int T,
                   const char* convention, double eps, const void* logits, const void* R,
                   const void* G, void* grad, std::int32_t* status, std::int32_t* iterations,
-                  const CDiagnostics& diagnostics, void* stream) {
+                  const CDiagnostics& diagnostics, void* stream, int replace_code = 0) {
   return guarded(function, [&] {
     const ForwardSpec spec = spec_of(convention, eps);
+    const bool replace = replace_flag(replace_code);
     if (solver == nullptr) throw Error("solver is NULL");
     const BackwardSolver& s = *cached_solver(solver, parse_options(options));
     const Device on = stream_ordered ? Device::cuda : device_of(device);
     check_dtype(dtype);
     check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
-    if (dtype == SINKGRAD_C_FLOAT32)
-      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream,
-                   !stream_ordered, diagnostics);
-    else
-      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream,
-                    !stream_ordered, diagnostics);
+    // The fallback replays the forward: refused before the solve writes anything.
+    if (replace) require(logits, "logits (the fallback replays the forward)", batch);
+    const bool wait = !stream_ordered;
+    if (dtype == SINKGRAD_C_FLOAT32) {
+      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream, wait,
+                   diagnostics);
+      if (replace)
+        replace_failures<float>(on, batch, n, T, logits, G, grad, status, spec, stream, wait);
+    } else {
+      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream, wait,
+                    diagnostics);
+      if (replace)
+        replace_failures<double>(on, batch, n, T, logits, G, grad, status, spec, stream, wait);
+    }
   });
 }
 
@@ -167,6 +186,29 @@ int sinkgrad_solve_diagnosed_async(const char* solver, const char* options, int 
   return checked_solve("sinkgrad_solve_diagnosed_async", solver, options, 0, true, dtype, batch, n,
                        T, convention, eps, logits, R, G, grad, status, iterations,
                        {row_violation, column_violation, relative_residual, zero_entries}, stream);
+}
+
+int sinkgrad_backward(const char* solver, const char* options, int device, int dtype, int64_t batch,
+                      int n, int T, const char* convention, double eps, const void* logits,
+                      const void* R, const void* G, void* grad, int32_t* status,
+                      int32_t* iterations, void* row_violation, void* column_violation,
+                      void* relative_residual, int32_t* zero_entries, int replace) {
+  return checked_solve("sinkgrad_backward", solver, options, device, false, dtype, batch, n, T,
+                       convention, eps, logits, R, G, grad, status, iterations,
+                       {row_violation, column_violation, relative_residual, zero_entries}, nullptr,
+                       replace);
+}
+
+int sinkgrad_backward_async(const char* solver, const char* options, int dtype, int64_t batch,
+                            int n, int T, const char* convention, double eps, const void* logits,
+                            const void* R, const void* G, void* grad, int32_t* status,
+                            int32_t* iterations, void* row_violation, void* column_violation,
+                            void* relative_residual, int32_t* zero_entries, int replace,
+                            void* stream) {
+  return checked_solve("sinkgrad_backward_async", solver, options, 0, true, dtype, batch, n, T,
+                       convention, eps, logits, R, G, grad, status, iterations,
+                       {row_violation, column_violation, relative_residual, zero_entries}, stream,
+                       replace);
 }
 
 int sinkgrad_forward_async(int dtype, int64_t batch, int n, int T, const void* logits, void* R,

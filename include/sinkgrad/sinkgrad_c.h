@@ -174,6 +174,26 @@ SINKGRAD_C_API int sinkgrad_replace_failures_async(int dtype, int64_t batch, int
                                                    const void* logits, const void* G, void* grad,
                                                    const int32_t* status, void* stream);
 
+/* The PyTorch layer's backward in one call: sinkgrad_solve_diagnosed (or its _async form),
+ * then, when replace is 1, sinkgrad_replace_failures (its _async form) on the same arrays: the
+ * on_failure="unrolled" policy without a second call; replace 0 leaves the failed matrices as
+ * the solver wrote them. With replace 1 the logits are required (checked before anything runs).
+ * On SINKGRAD_C_CUDA the waiting form waits for the solve and the fallback each; the _async
+ * form waits for neither. */
+SINKGRAD_C_API int sinkgrad_backward(const char* solver, const char* options, int device, int dtype,
+                                     int64_t batch, int n, int T, const char* convention,
+                                     double eps, const void* logits, const void* R, const void* G,
+                                     void* grad, int32_t* status, int32_t* iterations,
+                                     void* row_violation, void* column_violation,
+                                     void* relative_residual, int32_t* zero_entries, int replace);
+SINKGRAD_C_API int sinkgrad_backward_async(const char* solver, const char* options, int dtype,
+                                           int64_t batch, int n, int T, const char* convention,
+                                           double eps, const void* logits, const void* R,
+                                           const void* G, void* grad, int32_t* status,
+                                           int32_t* iterations, void* row_violation,
+                                           void* column_violation, void* relative_residual,
+                                           int32_t* zero_entries, int replace, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -125,6 +125,10 @@ class Library:
                                                      p, p, p, p, p, p, p]),
             "sinkgrad_replace_failures": (i32, [i32, i32, i64, i32, i32, s, d, p, p, p, p]),
             "sinkgrad_replace_failures_async": (i32, [i32, i64, i32, i32, s, d, p, p, p, p, p]),
+            "sinkgrad_backward": (i32, [s, s, i32, i32, i64, i32, i32, s, d, p, p, p, p, p, p,
+                                        p, p, p, p, i32]),
+            "sinkgrad_backward_async": (i32, [s, s, i32, i64, i32, i32, s, d, p, p, p, p, p, p,
+                                              p, p, p, p, i32, p]),
             "sinkgrad_check_solver": (i32, [s, s, i32, i32]),
             "sinkgrad_load_plugin": (i32, [s]),
             "sinkgrad_solver_names": (i32, [ctypes.POINTER(s)]),
@@ -227,6 +231,24 @@ class Library:
         self._check(self._lib.sinkgrad_replace_failures_async(dtype, batch, n, T, name.encode(),
                                                               eps, logits, G, grad, status,
                                                               stream))
+
+    # The layer's backward in one call: the solve (diagnostics as for solve_diagnosed) and, when
+    # replace is 1, replace_failures on the same arrays.
+    def backward(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad, status,
+                 iterations, diagnostics, replace, convention=DEFAULT_CONVENTION):
+        name, eps = self._spec(convention)
+        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
+        self._check(self._lib.sinkgrad_backward(
+            solver.encode(), options.encode(), device, dtype, batch, n, T, name.encode(), eps,
+            logits, R, G, grad, status, iterations, *diagnostics, replace))
+
+    def backward_async(self, solver, options, dtype, batch, n, T, logits, R, G, grad, status,
+                       iterations, diagnostics, replace, stream, convention=DEFAULT_CONVENTION):
+        name, eps = self._spec(convention)
+        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
+        self._check(self._lib.sinkgrad_backward_async(
+            solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
+            G, grad, status, iterations, *diagnostics, replace, stream))
 
     def check_solver(self, solver, options, device, dtype):
         device, dtype, _, _, _ = _ints(device, dtype, 0, 0, 0)

@@ -59,6 +59,7 @@ def forward(logits, iterations, convention=DEFAULT_CONVENTION):
 
 
 DIAGNOSTICS = ("row_violation", "column_violation", "relative_residual", "zero_entries")
+_NO_DIAGNOSTICS = (None, None, None, None)
 
 
 def solve(logits, R, grad_output, iterations, solver, options, convention=DEFAULT_CONVENTION,
@@ -66,41 +67,39 @@ def solve(logits, R, grad_output, iterations, solver, options, convention=DEFAUL
     """(dL/dM, status, iterations) of one solver for R made by the forward of `convention`;
     status and iterations are int32 (B,). diagnostics: a dict that receives the per-matrix
     diagnostics (DIAGNOSTICS: R's dtype, zero_entries int32, each (B,)), or None."""
-    try:
-        return _solve(logits, R, grad_output, iterations, solver, options, convention,
-                      diagnostics)
-    except SinkgradError as error:
-        raise _in_python_terms(error) from None
+    return _backward(logits, R, grad_output, iterations, solver, options, convention,
+                     diagnostics, 0)
 
 
-def _solve(logits, R, grad_output, iterations, solver, options, convention, diagnostics):
+def _backward(logits, R, grad_output, iterations, solver, options, convention, diagnostics,
+              replace):
+    """One library call (sinkgrad_backward): the solve and, when replace is 1, the exact
+    fallback for the matrices it failed."""
     batch, n = R.shape[0], R.shape[-1]
     device = R.device
     grad = torch.empty_like(R)
-    status = torch.empty(batch, dtype=torch.int32, device=device)
-    steps = torch.empty(batch, dtype=torch.int32, device=device)
+    # status and iterations in one allocation: each tensor made costs host time.
+    per_matrix = torch.empty((2, batch), dtype=torch.int32, device=device)
+    status, steps = per_matrix
     lib = library()
-    pointers = (logits.data_ptr(), R.data_ptr(), grad_output.data_ptr(), grad.data_ptr(),
-                status.data_ptr(), steps.data_ptr())
+    wanted = _NO_DIAGNOSTICS
     if diagnostics is not None:
         for name in DIAGNOSTICS:
             dtype = torch.int32 if name == "zero_entries" else R.dtype
             diagnostics[name] = torch.empty(batch, dtype=dtype, device=device)
         wanted = tuple(diagnostics[name].data_ptr() for name in DIAGNOSTICS)
+    pointers = (logits.data_ptr(), R.data_ptr(), grad_output.data_ptr(), grad.data_ptr(),
+                status.data_ptr(), steps.data_ptr())
+    try:
         if R.is_cuda:
-            _on_device(R, lambda stream: lib.solve_diagnosed_async(
-                solver, options, _dtype_code(R), batch, n, iterations, *pointers, wanted, stream,
-                convention))
+            _on_device(R, lambda stream: lib.backward_async(
+                solver, options, _dtype_code(R), batch, n, iterations, *pointers, wanted,
+                replace, stream, convention))
         else:
-            lib.solve_diagnosed(solver, options, CPU, _dtype_code(R), batch, n, iterations,
-                                *pointers, wanted, convention)
-        return grad, status, steps
-    if R.is_cuda:
-        _on_device(R, lambda stream: lib.solve_async(solver, options, _dtype_code(R), batch, n,
-                                                     iterations, *pointers, stream, convention))
-    else:
-        lib.solve(solver, options, CPU, _dtype_code(R), batch, n, iterations, *pointers,
-                  convention)
+            lib.backward(solver, options, CPU, _dtype_code(R), batch, n, iterations, *pointers,
+                         wanted, replace, convention)
+    except SinkgradError as error:
+        raise _in_python_terms(error) from None
     return grad, status, steps
 
 
@@ -122,39 +121,18 @@ def failure_message(solver, status):
             f"{status.numel()} matrices failed ({reasons})")
 
 
-def replace_failures(logits, grad_output, grad, status, iterations,
-                     convention=DEFAULT_CONVENTION):
-    """The exact fallback in place: every matrix of grad whose status is not a success gets the
-    unrolled solver's gradient, computed for those matrices only (on CUDA listed on the device,
-    on the current stream, without waiting)."""
-    batch, n = grad.shape[0], grad.shape[-1]
-    lib = library()
-    pointers = (logits.data_ptr(), grad_output.data_ptr(), grad.data_ptr(), status.data_ptr())
-    try:
-        if grad.is_cuda:
-            _on_device(grad, lambda stream: lib.replace_failures_async(
-                _dtype_code(grad), batch, n, iterations, *pointers, stream, convention))
-        else:
-            lib.replace_failures(CPU, _dtype_code(grad), batch, n, iterations, *pointers,
-                                 convention)
-    except SinkgradError as error:
-        raise _in_python_terms(error) from None
-
-
 def backward(logits, R, grad_output, iterations, solver, options, on_failure,
              convention=DEFAULT_CONVENTION, diagnostics=None):
     """solve() and then the on_failure policy: "keep" leaves failed matrices as the solver wrote
-    them; "unrolled" recomputes them with the unrolled solver, those matrices only (on CUDA
-    counted on the device, so that nothing waits for the GPU); "raise" waits for the statuses
-    and raises SolveFailure when any is not a success. status and iterations stay the first
-    solver's, so that they say which matrices were recomputed."""
-    grad, status, steps = solve(logits, R, grad_output, iterations, solver, options, convention,
-                                diagnostics)
-    if on_failure == "raise":
-        if bool(failed(status).any()):
-            raise SolveFailure(failure_message(solver, status))
-    elif on_failure == "unrolled" and solver != "unrolled":
-        replace_failures(logits, grad_output, grad, status, iterations, convention)
+    them; "unrolled" recomputes them with the unrolled solver, those matrices only, in the same
+    library call (on CUDA counted on the device, so that nothing waits for the GPU); "raise"
+    waits for the statuses and raises SolveFailure when any is not a success. status and
+    iterations stay the first solver's, so that they say which matrices were recomputed."""
+    replace = 1 if on_failure == "unrolled" and solver != "unrolled" else 0
+    grad, status, steps = _backward(logits, R, grad_output, iterations, solver, options,
+                                    convention, diagnostics, replace)
+    if on_failure == "raise" and bool(failed(status).any()):
+        raise SolveFailure(failure_message(solver, status))
     return grad, status, steps
 
 

@@ -197,10 +197,45 @@ def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="
     TypeError / ValueError before anything runs. The gradient cannot be differentiated again
     (RuntimeError)."""
     _arguments.check_logits(logits)
-    iterations = _arguments.check_iterations(iterations)
-    _arguments.check_choices(backward, on_failure)
     if stats is not None and not isinstance(stats, SolveStats):
         raise TypeError(f"{_arguments.WHERE}: stats must be a sinkgrad.torch.SolveStats or None")
+    if _ops.is_compiling():
+        if not _ops.CUSTOM_OPS:
+            raise RuntimeError(f"{_arguments.WHERE}: torch.compile needs torch >= 2.4 "
+                               "(torch.library custom ops with registered autograd)")
+        if stats is not None:
+            raise ValueError(f"{_arguments.WHERE}: stats is not available under torch.compile "
+                             "(a custom op cannot fill a Python object); pass stats=None there")
+        iterations, options, convention = _settle(logits, iterations, backward, options, forward,
+                                                  eps, on_failure)
+        return _compiled(logits, iterations, backward, options, on_failure, convention)
+    # Settings of plain types are checked once and remembered (the checks cost host time on
+    # every step); the key holds the types, as True == 1 and 0 == 0.0 == False.
+    key = None
+    if (options is None and type(iterations) is int and type(backward) is str and
+            type(forward) is str and type(on_failure) is str and
+            (eps is None or type(eps) is float or type(eps) is int)):
+        key = (iterations, backward, forward, type(eps), eps, on_failure, logits.dtype,
+               logits.is_cuda)
+        settled = _SETTLED.get(key)
+    if key is None or settled is None:
+        settled = _settle(logits, iterations, backward, options, forward, eps, on_failure)
+        if key is not None:
+            if len(_SETTLED) >= 256:  # an eps that changes every step must not grow it forever
+                _SETTLED.clear()
+            _SETTLED[key] = settled
+    iterations, options, convention = settled
+    return _Sinkhorn.apply(logits, iterations, backward, options, on_failure, stats, convention)
+
+
+_SETTLED = {}
+
+
+def _settle(logits, iterations, backward, options, forward, eps, on_failure):
+    """Every check of sinkhorn()'s settings (the solver's by the library, once per combination):
+    (T, options text, (forward, eps))."""
+    iterations = _arguments.check_iterations(iterations)
+    _arguments.check_choices(backward, on_failure)
     convention = _arguments.forward_convention(forward, eps)
     options = _arguments.options_text(options)
     dtype_name = _arguments.COMPUTE_NAME[logits.dtype]
@@ -209,15 +244,7 @@ def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="
     _arguments.check_solver(backward, options, device_type, dtype_name)
     if on_failure == "unrolled":
         _arguments.check_solver("unrolled", "", device_type, dtype_name)
-    if _ops.is_compiling():
-        if not _ops.CUSTOM_OPS:
-            raise RuntimeError(f"{_arguments.WHERE}: torch.compile needs torch >= 2.4 "
-                               "(torch.library custom ops with registered autograd)")
-        if stats is not None:
-            raise ValueError(f"{_arguments.WHERE}: stats is not available under torch.compile "
-                             "(a custom op cannot fill a Python object); pass stats=None there")
-        return _compiled(logits, iterations, backward, options, on_failure, convention)
-    return _Sinkhorn.apply(logits, iterations, backward, options, on_failure, stats, convention)
+    return iterations, options, convention
 
 
 class Sinkhorn(torch.nn.Module):

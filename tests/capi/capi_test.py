@@ -138,6 +138,52 @@ class ThroughTheCAbi(unittest.TestCase):
         self.assertNotEqual(code, 0)
         self.assertIn("unknown solver 'nope' (available: ", LIB.last_error())
 
+    def backward(self, solver, options, M, R, G, T, replace):
+        grad = np.full_like(R, 7.0)  # a value no gradient here has: what was not written
+        status = np.empty(R.shape[0], dtype=np.int32)
+        iterations = np.empty(R.shape[0], dtype=np.int32)
+        LIB.backward(solver, options, CPU, R.itemsize, R.shape[0], R.shape[1], T,
+                     None if M is None else M.ctypes.data, R.ctypes.data, G.ctypes.data,
+                     grad.ctypes.data, status.ctypes.data, iterations.ctypes.data,
+                     (None, None, None, None), replace)
+        return grad, status, iterations
+
+    def test_one_call_backward_replaces_failed_matrices(self):
+        """sinkgrad_backward with replace 1: a CG cut off after one iteration fails on every
+        matrix (not_converged), and every gradient is the exact unrolled one (numpy float64);
+        with replace 0 they keep the CG iterate; the statuses say what the solver did."""
+        M, R, G = inputs(6, 8, 3, seed=21)
+        exact = unrolled_numpy(M, 3, G)
+        options = "max_iterations=1"
+        grad, status, iterations = self.backward("cg_corrected", options, M, R, G, 3, 1)
+        self.assertTrue((status == 1).all(), status)
+        self.assertTrue((iterations == 1).all(), iterations)
+        self.assertLess(relative(grad, exact).max(), 1e-12)
+        kept, status, _ = self.backward("cg_corrected", options, M, R, G, 3, 0)
+        self.assertTrue((status == 1).all(), status)
+        self.assertGreater(relative(kept, exact).min(), 1e-3)
+        # A converged solve replaces nothing: the same bits as the plain solve.
+        grad, status, _ = self.backward("cg_corrected", "", M, R, G, 3, 1)
+        alone, alone_status, _ = LIB.solve_numpy("cg_corrected", "", M, R, G, 3)
+        self.assertTrue((status == 0).all() and (alone_status == 0).all(), status)
+        np.testing.assert_array_equal(grad, alone)
+
+    def test_one_call_backward_refuses_before_writing(self):
+        M, R, G = inputs(2, 4, 3, seed=22)
+        for replace, M_given, fragments in (
+                (2, M, ("sinkgrad_backward", "replace must be 0", "got 2")),
+                (1, None, ("sinkgrad_backward", "logits", "fallback replays"))):
+            grad = np.full_like(R, 7.0)
+            with self.assertRaises(SinkgradError) as caught:
+                LIB.backward("cg_corrected", "", CPU, 8, 2, 4, 3,
+                             None if M_given is None else M_given.ctypes.data, R.ctypes.data,
+                             G.ctypes.data, grad.ctypes.data, np.empty(2, np.int32).ctypes.data,
+                             np.empty(2, np.int32).ctypes.data, (None, None, None, None),
+                             replace)
+            for fragment in fragments:
+                self.assertIn(fragment, str(caught.exception))
+            self.assertTrue((grad == 7.0).all())
+
 
 def convention_tape(M, T, convention, eps):
     """docs/math.md's formula ("Forward conventions") on explicit matrices: base, then

@@ -42,6 +42,30 @@ class Iterations(unittest.TestCase):
             self.assertTrue(torch.equal(R, torch.ones(1, 1, 1, dtype=torch.float64)))
 
 
+class RememberedSettings(unittest.TestCase):
+    """The layer checks plain settings once and remembers them: a remembered setting must not
+    let through a value that only compares equal to it (True == 1, False == 0 == 0.0)."""
+
+    def test_equal_values_of_other_types_are_still_refused(self):
+        M, _ = inputs(2, 3, seed=91)
+        sgt.sinkhorn(M, 1)
+        sgt.sinkhorn(M, 3, forward="columns_first", eps=0)
+        sgt.sinkhorn(M, 3, forward="columns_first", eps=0.0)
+        with self.assertRaisesRegex(TypeError, "iterations must be an int, got bool"):
+            sgt.sinkhorn(M, True)
+        with self.assertRaisesRegex(TypeError, "eps must be a number or None, got bool"):
+            sgt.sinkhorn(M, 3, forward="columns_first", eps=False)
+
+    def test_a_remembered_setting_gives_the_same_gradient(self):
+        M, G = inputs(3, 4, seed=92)
+        grads = []
+        for _ in range(3):
+            x = M.clone().requires_grad_(True)
+            R = sgt.sinkhorn(x, 5, backward="cg_corrected", forward="tilekernels", eps=1e-3)
+            grads.append(torch.autograd.grad(R, x, G)[0])
+        self.assertTrue(all(torch.equal(grads[0], g) for g in grads[1:]))
+
+
 class Shapes(unittest.TestCase):
     def test_n_zero_is_the_documented_value_error(self):
         for shape in ((0, 0), (2, 0, 0), (0, 0, 0), (3, 2, 0, 0)):
