@@ -78,9 +78,9 @@ def _backward(logits, R, grad_output, iterations, solver, options, convention, d
     batch, n = R.shape[0], R.shape[-1]
     device = R.device
     grad = torch.empty_like(R)
-    # status and iterations in one allocation: each tensor made costs host time.
-    per_matrix = torch.empty((2, batch), dtype=torch.int32, device=device)
-    status, steps = per_matrix
+    # Two tensors, not views of one: a custom op's outputs may not alias each other.
+    status = torch.empty(batch, dtype=torch.int32, device=device)
+    steps = torch.empty(batch, dtype=torch.int32, device=device)
     lib = library()
     wanted = _NO_DIAGNOSTICS
     if diagnostics is not None:

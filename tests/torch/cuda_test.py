@@ -85,13 +85,18 @@ class ConventionsSameAsCpu(unittest.TestCase):
 
     def test_cg_plain_bitwise_from_the_same_forward_output(self):
         # rows_first and tilekernels end on columns: the plain system is eliminated on that side.
+        # tilekernels with eps > 0 carries the gradient from log B to M, recomputing the softmax
+        # with each device's exp: equal to rounding there, bitwise where nothing is carried.
         M, G = inputs(300, 8, seed=48)
-        for forward in ("rows_first", "tilekernels"):
-            convention = (forward, 1e-6 if forward == "tilekernels" else 0.0)
-            R = sgt.sinkhorn(M, 20, forward=forward)
+        for forward, eps, bitwise in (("rows_first", 0.0, True), ("tilekernels", 0.0, True),
+                                      ("tilekernels", 1e-6, False)):
+            R = sgt.sinkhorn(M, 20, forward=forward, eps=eps)
             grads = [_kernels.solve(M.to(device), R.to(device), G.to(device), 20, "cg_plain", "",
-                                    convention)[0].cpu() for device in ("cpu", "cuda")]
-            self.assertTrue(torch.equal(grads[0], grads[1]), forward)
+                                    (forward, eps))[0].cpu() for device in ("cpu", "cuda")]
+            if bitwise:
+                self.assertTrue(torch.equal(grads[0], grads[1]), forward)
+            else:
+                self.assertLess(relative(grads[1], grads[0]), 1e-5, (forward, eps))
 
 
 class FailuresOnTheGpu(unittest.TestCase):
