@@ -29,6 +29,9 @@
 // the layer (the fallback, which finds its matrices itself, included), with no failure and with 1%
 // of the matrices failed; the counter not_ok says how many matrices the CG kernel left to the
 // fallback.
+// Under a base that is no scaling of exp(M) (tilekernels with eps > 0, mhc_triton) the implicit
+// kernels are followed by the carry of their gradient to M, as the checked solve runs them, and
+// their bytes include M.
 
 #pragma nv_diag_suppress 554  // BatchView<const T>'s self-conversion (core/batch.hpp)
 
@@ -44,6 +47,8 @@
 #include <vector>
 
 #include "arithmetic_floor.hpp"
+#include "core/device_runtime.hpp"
+#include "core/log_base_chain.hpp"
 #include "core/solver_registry.hpp"
 #include "forward/forward_cuda.hpp"
 #include "kernels/cuda/check.hpp"
@@ -238,17 +243,32 @@ __global__ void fail_one_in_100(SolveStatus* status, index_t batch) {
     if (b % 100 == 37) status[b] = SolveStatus::not_converged;
 }
 
+bool has_fallback(Kernel k) {
+  return k == Kernel::automatic || k == Kernel::automatic_none || k == Kernel::automatic_1pct ||
+         k == Kernel::on_failure || k == Kernel::on_failure_1pct;
+}
+
+// The carry of an implicit gradient to M where the checked solve runs it (a no-op elsewhere).
+template <class Real>
+void carry(const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
+  device::carry_to_logits(p.logits, p.forward, r, p.stream);
+}
+
+// As the layer runs them: auto carries after its fallback (which marks the matrices it replays
+// and the carry skips); cg_corrected is carried by its solve, before on_failure's fallback.
 template <class Real>
 void corrected_then_fallback(const BackwardProblem<Real>& p, const BackwardResult<Real>& r,
                              Real max_violation, bool fail, FallbackStatus mode) {
   const int n = p.grad_output.n;
   cuda::cg_corrected(p, r, auto_settings<Real>(2 * n, n), default_side(p), max_violation);
+  if (mode == FallbackStatus::keep) carry(p, r);
   if (fail) {
     const index_t batch = p.grad_output.batch;
     fail_one_in_100<<<static_cast<unsigned>(std::min<index_t>((batch + 255) / 256, 4096)), 256>>>(
         r.status, batch);
   }
   cuda::replace_by_unrolled(p, r, mode);
+  if (mode == FallbackStatus::mark) carry(p, r);
 }
 
 template <class Real>
@@ -297,11 +317,7 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
       cuda::direct(p, r, math::SchurSystem::plain, default_side(p));
       break;
   }
-}
-
-bool has_fallback(Kernel k) {
-  return k == Kernel::automatic || k == Kernel::automatic_none || k == Kernel::automatic_1pct ||
-         k == Kernel::on_failure || k == Kernel::on_failure_1pct;
+  if (kernel != Kernel::forward && kernel != Kernel::unrolled && !has_fallback(kernel)) carry(p, r);
 }
 
 bool kernel_uses_cg(Kernel k) {
@@ -425,7 +441,9 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
 
-  const double moved = double(bytes) * (kernel == Kernel::forward ? 2 : 3);
+  const bool carried =
+      kernel != Kernel::forward && kernel != Kernel::unrolled && carries_log_base_gradient(spec);
+  const double moved = double(bytes) * (kernel == Kernel::forward ? 2 : carried ? 4 : 3);
   const double ms = median(times);
   const double gbs = moved / (ms * 1e6);
   state.counters["GB/s"] = gbs;
