@@ -57,6 +57,7 @@
 #include "solvers/cg_plain/cg_plain_cuda.hpp"
 #include "solvers/common/invariant_side.hpp"
 #include "solvers/direct/direct_cuda.hpp"
+#include "solvers/direct/direct_cuda_units.hpp"
 #include "solvers/unrolled/unrolled_cuda.hpp"
 #include "solvers/unrolled/unrolled_fallback.hpp"
 
@@ -170,6 +171,9 @@ enum class Kernel {
   cg_plain_block,
   cg_corrected,
   direct_corrected,
+  // direct's corrected system one matrix per thread (its launch for n > 1024), at n <= 16:
+  // timed beside the team form that n <= 1024 runs.
+  direct_corrected_thread,
   direct_plain,
   // auto (cg_corrected with max_violation 1e-5, then the exact fallback, mark mode), and
   // cg_corrected followed by on_failure="unrolled"'s fallback (keep mode); the "1%" forms mark
@@ -198,6 +202,8 @@ const char* kernel_name(Kernel k) {
       return "cg_corrected";
     case Kernel::direct_corrected:
       return "direct(corrected)";
+    case Kernel::direct_corrected_thread:
+      return "direct(corrected,thread)";
     case Kernel::direct_plain:
       return "direct(plain)";
     case Kernel::automatic:
@@ -313,6 +319,10 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
     case Kernel::direct_corrected:
       cuda::direct(p, r, math::SchurSystem::corrected, invariant_side(p.forward));
       break;
+    case Kernel::direct_corrected_thread:
+      cuda::direct_detail::per_matrix(p, r, math::SchurSystem::corrected,
+                                      invariant_side(p.forward));
+      break;
     case Kernel::direct_plain:
       cuda::direct(p, r, math::SchurSystem::plain, default_side(p));
       break;
@@ -322,7 +332,7 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
 
 bool kernel_uses_cg(Kernel k) {
   return k != Kernel::forward && k != Kernel::unrolled && k != Kernel::direct_corrected &&
-         k != Kernel::direct_plain;
+         k != Kernel::direct_corrected_thread && k != Kernel::direct_plain;
 }
 
 // Per matrix, for arithmetic_floor.hpp: the CG kernels at `iterations` (the measured mean), the
@@ -341,6 +351,7 @@ bench::Ops operations(Kernel kernel, int n, double iterations, double replayed) 
     case Kernel::cg_corrected:
       return bench::cg_corrected_ops(n, iterations);
     case Kernel::direct_corrected:
+    case Kernel::direct_corrected_thread:
       return bench::direct_corrected_ops(n);
     case Kernel::direct_plain:
       return bench::direct_plain_ops(n);
@@ -483,10 +494,19 @@ void register_all() {
                                })
       ->Iterations(1)
       ->UseManualTime();
-  const Kernel kernels[] = {Kernel::forward,        Kernel::unrolled,     Kernel::cg_plain_schur,
-                            Kernel::cg_plain_block, Kernel::cg_corrected, Kernel::direct_corrected,
-                            Kernel::direct_plain,   Kernel::automatic,    Kernel::automatic_none,
-                            Kernel::automatic_1pct, Kernel::on_failure,   Kernel::on_failure_1pct};
+  const Kernel kernels[] = {Kernel::forward,
+                            Kernel::unrolled,
+                            Kernel::cg_plain_schur,
+                            Kernel::cg_plain_block,
+                            Kernel::cg_corrected,
+                            Kernel::direct_corrected,
+                            Kernel::direct_corrected_thread,
+                            Kernel::direct_plain,
+                            Kernel::automatic,
+                            Kernel::automatic_none,
+                            Kernel::automatic_1pct,
+                            Kernel::on_failure,
+                            Kernel::on_failure_1pct};
   // The other conventions for the kernels whose path depends on them.
   const bool one_forward = std::getenv("SINKGRAD_BENCH_FORWARD") != nullptr;
   std::vector<ForwardSpec> specs{bench_forward()};
@@ -498,12 +518,15 @@ void register_all() {
       specs.push_back(spec);
   for (const ForwardSpec& spec : specs)
     for (Kernel kernel : kernels) {
+      // The exact side, and under tilekernels (eps > 0) the carry to M.
       const bool depends_on_convention = kernel == Kernel::forward || kernel == Kernel::unrolled ||
                                          kernel == Kernel::cg_plain_schur ||
+                                         kernel == Kernel::cg_corrected ||
                                          kernel == Kernel::direct_plain;
       if (!one_forward && !is_default_forward(spec) && !depends_on_convention) continue;
       for (int n : bench_sizes()) {
         if (kernel == Kernel::direct_plain && n > 16) continue;  // Jacobi: O(n^3) per sweep
+        if (kernel == Kernel::direct_corrected_thread && n > 16) continue;
         for (int precision = 0; precision < 2; ++precision) {
           const std::string name = std::string(kernel_name(kernel)) + convention_label(spec) +
                                    "/n" + std::to_string(n) + (precision == 0 ? "/f32" : "/f64");
