@@ -58,8 +58,6 @@ int checked_forward(const char* function, int device, bool stream_ordered, int d
   });
 }
 
-// wait: BackwardSolver::solve on `device` (waits for the GPU); otherwise solve_async, device
-// memory on cuda, launched on `stream` without waiting.
 // The diagnostics' four arrays as the C functions take them (any may be null).
 struct CDiagnostics {
   void* row_violation = nullptr;
@@ -68,11 +66,14 @@ struct CDiagnostics {
   std::int32_t* zero_entries = nullptr;
 };
 
+// wait: BackwardSolver::solve on `device` (waits for the GPU); otherwise solve_async, device
+// memory on cuda, launched on `stream` without waiting. replace: then the exact fallback on the
+// same arrays (fallback_c.hpp), waited for alike.
 template <class Real>
 void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int n, int T,
            const void* logits, const void* R, const void* G, void* grad, std::int32_t* status,
-           std::int32_t* iterations, const ForwardSpec& spec, void* stream = nullptr,
-           bool wait = true, const CDiagnostics& diagnostics = {}) {
+           std::int32_t* iterations, const ForwardSpec& spec, void* stream, bool wait,
+           const CDiagnostics& diagnostics, bool replace) {
   const MemorySpace space = space_of(device);
   // Without logits the view stays empty (B = 0, null), which the solver reads as "not given".
   const BatchView<const Real> M =
@@ -89,6 +90,8 @@ void solve(const BackwardSolver& solver, Device device, std::int64_t batch, int 
     solver.solve(problem, result, device);
   else
     solver.solve_async(problem, result);
+  if (replace)
+    replace_failures<Real>(device, batch, n, T, logits, G, grad, status, spec, stream, wait);
 }
 
 // replace as the C ABI takes it: 0 or 1.
@@ -117,18 +120,12 @@ int checked_solve(const char* function, const char* solver, const char* options,
     check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
     // The fallback replays the forward: refused before the solve writes anything.
     if (replace) require(logits, "logits (the fallback replays the forward)", batch);
-    const bool wait = !stream_ordered;
-    if (dtype == SINKGRAD_C_FLOAT32) {
-      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream, wait,
-                   diagnostics);
-      if (replace)
-        replace_failures<float>(on, batch, n, T, logits, G, grad, status, spec, stream, wait);
-    } else {
-      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream, wait,
-                    diagnostics);
-      if (replace)
-        replace_failures<double>(on, batch, n, T, logits, G, grad, status, spec, stream, wait);
-    }
+    if (dtype == SINKGRAD_C_FLOAT32)
+      solve<float>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream,
+                   !stream_ordered, diagnostics, replace);
+    else
+      solve<double>(s, on, batch, n, T, logits, R, G, grad, status, iterations, spec, stream,
+                    !stream_ordered, diagnostics, replace);
   });
 }
 

@@ -119,12 +119,6 @@ class Library:
             "sinkgrad_forward_convention_async": (i32, [i32, i64, i32, i32, s, d, p, p, p]),
             "sinkgrad_solve_convention_async": (i32, [s, s, i32, i64, i32, i32, s, d, p, p, p,
                                                       p, p, p, p]),
-            "sinkgrad_solve_diagnosed": (i32, [s, s, i32, i32, i64, i32, i32, s, d, p, p, p, p,
-                                               p, p, p, p, p, p]),
-            "sinkgrad_solve_diagnosed_async": (i32, [s, s, i32, i64, i32, i32, s, d, p, p, p, p,
-                                                     p, p, p, p, p, p, p]),
-            "sinkgrad_replace_failures": (i32, [i32, i32, i64, i32, i32, s, d, p, p, p, p]),
-            "sinkgrad_replace_failures_async": (i32, [i32, i64, i32, i32, s, d, p, p, p, p, p]),
             "sinkgrad_backward": (i32, [s, s, i32, i32, i64, i32, i32, s, d, p, p, p, p, p, p,
                                         p, p, p, p, i32]),
             "sinkgrad_backward_async": (i32, [s, s, i32, i64, i32, i32, s, d, p, p, p, p, p, p,
@@ -197,43 +191,9 @@ class Library:
             solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
             G, grad, status, iterations, stream))
 
-    # diagnostics: the four pointers (row_violation, column_violation, relative_residual,
-    # zero_entries) of sinkgrad_solve_diagnosed, any of them None.
-    def solve_diagnosed(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad,
-                        status, iterations, diagnostics, convention=DEFAULT_CONVENTION):
-        name, eps = self._spec(convention)
-        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
-        self._check(self._lib.sinkgrad_solve_diagnosed(
-            solver.encode(), options.encode(), device, dtype, batch, n, T, name.encode(), eps,
-            logits, R, G, grad, status, iterations, *diagnostics))
-
-    def solve_diagnosed_async(self, solver, options, dtype, batch, n, T, logits, R, G, grad,
-                              status, iterations, diagnostics, stream,
-                              convention=DEFAULT_CONVENTION):
-        name, eps = self._spec(convention)
-        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
-        self._check(self._lib.sinkgrad_solve_diagnosed_async(
-            solver.encode(), options.encode(), dtype, batch, n, T, name.encode(), eps, logits, R,
-            G, grad, status, iterations, *diagnostics, stream))
-
-    # The exact fallback: matrices whose status is not a success get unrolled's gradient.
-    def replace_failures(self, device, dtype, batch, n, T, logits, G, grad, status,
-                         convention=DEFAULT_CONVENTION):
-        name, eps = self._spec(convention)
-        device, dtype, batch, n, T = _ints(device, dtype, batch, n, T)
-        self._check(self._lib.sinkgrad_replace_failures(device, dtype, batch, n, T, name.encode(),
-                                                        eps, logits, G, grad, status))
-
-    def replace_failures_async(self, dtype, batch, n, T, logits, G, grad, status, stream,
-                               convention=DEFAULT_CONVENTION):
-        name, eps = self._spec(convention)
-        _, dtype, batch, n, T = _ints(0, dtype, batch, n, T)
-        self._check(self._lib.sinkgrad_replace_failures_async(dtype, batch, n, T, name.encode(),
-                                                              eps, logits, G, grad, status,
-                                                              stream))
-
-    # The layer's backward in one call: the solve (diagnostics as for solve_diagnosed) and, when
-    # replace is 1, replace_failures on the same arrays.
+    # The layer's backward in one call (sinkgrad_backward): the solve, diagnostics the four
+    # pointers (row_violation, column_violation, relative_residual, zero_entries; any None), and,
+    # when replace is 1, the exact fallback for the failed matrices on the same arrays.
     def backward(self, solver, options, device, dtype, batch, n, T, logits, R, G, grad, status,
                  iterations, diagnostics, replace, convention=DEFAULT_CONVENTION):
         name, eps = self._spec(convention)
