@@ -249,6 +249,11 @@ __global__ void fail_one_in_100(SolveStatus* status, index_t batch) {
     if (b % 100 == 37) status[b] = SolveStatus::not_converged;
 }
 
+// The kernels that give the implicit gradient, dL/d(log B) (all but the forward and unrolled).
+bool is_implicit(Kernel k) {
+  return k != Kernel::forward && k != Kernel::unrolled;
+}
+
 bool has_fallback(Kernel k) {
   return k == Kernel::automatic || k == Kernel::automatic_none || k == Kernel::automatic_1pct ||
          k == Kernel::on_failure || k == Kernel::on_failure_1pct;
@@ -327,12 +332,12 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
       cuda::direct(p, r, math::SchurSystem::plain, default_side(p));
       break;
   }
-  if (kernel != Kernel::forward && kernel != Kernel::unrolled && !has_fallback(kernel)) carry(p, r);
+  if (is_implicit(kernel) && !has_fallback(kernel)) carry(p, r);
 }
 
 bool kernel_uses_cg(Kernel k) {
-  return k != Kernel::forward && k != Kernel::unrolled && k != Kernel::direct_corrected &&
-         k != Kernel::direct_corrected_thread && k != Kernel::direct_plain;
+  return is_implicit(k) && k != Kernel::direct_corrected && k != Kernel::direct_corrected_thread &&
+         k != Kernel::direct_plain;
 }
 
 // Per matrix, for arithmetic_floor.hpp: the CG kernels at `iterations` (the measured mean), the
@@ -452,8 +457,7 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
 
-  const bool carried =
-      kernel != Kernel::forward && kernel != Kernel::unrolled && carries_log_base_gradient(spec);
+  const bool carried = is_implicit(kernel) && carries_log_base_gradient(spec);
   const double moved = double(bytes) * (kernel == Kernel::forward ? 2 : carried ? 4 : 3);
   const double ms = median(times);
   const double gbs = moved / (ms * 1e6);
