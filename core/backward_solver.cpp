@@ -42,10 +42,13 @@ template <class Real>
 void carry_on_host(BatchView<const Real> M, const ForwardSpec& spec,
                    const BackwardResult<Real>& result) {
   const ForwardBase base = forward_recipe(spec.convention).base;
-  const index_t rows = M.batch * M.n;
+  const int n = M.n;
+  const index_t rows = M.batch * n;
 #pragma omp parallel for schedule(static)
   for (index_t row = 0; row < rows; ++row)
-    carry_result_row(base, static_cast<Real>(spec.eps), M, result, row);
+    if (carries_result_row(result, n, row))
+      carry_row_to_logits(RowLanes(n), base, static_cast<Real>(spec.eps), M.data + row * n,
+                          result.grad_logits.data + row * n);
 }
 
 // The iterates of a solve that writes dL/d(log B), carried to M before they reach the caller's
@@ -64,7 +67,8 @@ class CarriedIterates final : public IterateSink<Real> {
     thread_local std::vector<Real> carried;
     carried.assign(g, g + index_t(n) * n);
     for (int i = 0; i < n; ++i)
-      carry_row_to_logits(base_, eps_, M_.matrix(b) + index_t(i) * n, carried.data() + i * n, n);
+      carry_row_to_logits(RowLanes(n), base_, eps_, M_.matrix(b) + index_t(i) * n,
+                          carried.data() + i * n);
     sink_->gradient(b, k, carried.data());
   }
 

@@ -114,6 +114,24 @@ SINKGRAD_HD Real max_of(Real a, Real b) {
   return a > b ? a : b;
 }
 
+// The sum of value(0 .. n) as `width` lanes add it (a power of two <= 32), on one thread: lane l
+// adds value(l), value(l + width), ... ascending to 0, then the lane sums combine pairwise,
+// distance width / 2 first, down to 1, as a butterfly of exchanges leaves it on every lane. The
+// GPU's order, reproduced where the CPU must give its bits (kernels/team.hpp's canonical sum,
+// core/log_base_chain.hpp's rows).
+template <class Real, class Value>
+SINKGRAD_HD Real lane_order_sum(int n, int width, const Value& value) {
+  Real lane[32];
+  for (int l = 0; l < width; ++l) {
+    Real partial = 0;
+    for (int i = l; i < n; i += width) partial += value(i);
+    lane[l] = partial;
+  }
+  for (int distance = width / 2; distance > 0; distance /= 2)
+    for (int l = 0; l < distance; ++l) lane[l] = lane[l] + lane[l + distance];
+  return lane[0];
+}
+
 template <class Real>
 SINKGRAD_HD Real quiet_nan() {
   return Real(0) / Real(0);  // std::numeric_limits is not usable in device code

@@ -6,6 +6,12 @@
 // (core/backward_solver.cpp) and the CUDA kernel (kernels/cuda/log_base_chain.cu):
 //   softmax_rows(M) + eps:  s = softmax(row), w = s / (s + eps),  g <- w g - s (w . g)
 //   |M| + eps:              g <- g sign(M) / (|M| + eps)
+//
+// A row is carried by a team of carry_width(n) lanes, entry k on lane k % width: on the GPU that
+// many lanes of a warp, a warp carrying 32 / width neighbouring rows at a time; on the CPU one
+// thread playing every lane (RowLanes). Both add a row's sums in the same order.
+
+#include <cstdint>
 
 #include "core/backward_problem.hpp"
 #include "core/forward_spec.hpp"
@@ -22,48 +28,84 @@ inline bool carries_log_base_gradient(const ForwardSpec& spec) {
   return base == ForwardBase::abs || (base == ForwardBase::softmax_rows && spec.eps != 0);
 }
 
-// One row of g (n entries, in place) from the same row of M, for base `base` with `eps`.
+// The lanes that carry one row. Up to n = 8 one: a row is 32 or 64 bytes, a warp's 32 rows lie in
+// a few cache lines, and a lane alone needs no exchange. Above, 8: 8 neighbouring lanes read a
+// whole 32-byte sector of floats, and a lane owns n / 8 entries, over which the row's exchanges
+// and per-row work are shared. (One thread per row of 32 entries thrashed the L1; a lane per
+// entry left the kernel bound by those instructions, at a quarter of the copy ceiling, and at
+// n = 4 slower than one thread per row.)
+SINKGRAD_HD constexpr int carry_width(int n) {
+  return n <= 8 ? 1 : 8;
+}
+
+// One thread playing the carry_width(n) lanes of a row's team. each(f): f(k) for every entry;
+// sum(value): the sum of value(k) in the team's order (lane l adds its entries l, l + width, ...
+// ascending to 0, then the lane sums combine pairwise, distance width / 2 first, down to 1);
+// max(value): the largest value(k).
+class RowLanes {
+ public:
+  SINKGRAD_HD explicit RowLanes(int n) : n_(n) {}
+
+  template <class F>
+  SINKGRAD_HD void each(F&& f) const {
+    for (int k = 0; k < n_; ++k) f(k);
+  }
+
+  template <class F>
+  SINKGRAD_HD auto sum(F&& value) const -> decltype(value(0)) {
+    return math::lane_order_sum<decltype(value(0))>(n_, carry_width(n_), value);
+  }
+
+  template <class F>
+  SINKGRAD_HD auto max(F&& value) const -> decltype(value(0)) {
+    auto top = value(0);
+    for (int k = 1; k < n_; ++k) top = math::max_of(top, value(k));
+    return top;
+  }
+
+ private:
+  int n_;
+};
+
+// One row of g (n entries, in place) from the same row of M, for base `base` with `eps`, by the
+// row team `lanes` (RowLanes, or the GPU's warp lanes).
 // A non-finite M leaves a non-finite g (the solvers have already marked that matrix). A finite g
 // stays finite: the softmax's row is bounded by (1 + n) max |g|, and under |M| + eps the implicit
 // g is R ⊙ (G - α 1ᵀ - 1 βᵀ) with R proportional to |M| + eps, which the division takes out.
-template <class Real>
-SINKGRAD_HD void carry_row_to_logits(ForwardBase base, Real eps, const Real* M, Real* g, int n) {
+template <class Real, class Lanes>
+SINKGRAD_HD void carry_row_to_logits(const Lanes& lanes, ForwardBase base, Real eps, const Real* M,
+                                     Real* g) {
   if (base == ForwardBase::abs) {
     // d log(|m| + eps) / dm = 1 / (m + eps sign(m)); 0 at m = 0, where |m| has no slope.
-    for (int k = 0; k < n; ++k) {
+    lanes.each([&](int k) {
       const Real m = M[k];
       g[k] = m == Real(0) ? Real(0) : g[k] / (m + (m > Real(0) ? eps : -eps));
-    }
+    });
     return;
   }
-  // softmax_rows: the softmax is recomputed rather than stored, so any n fits a thread.
-  Real top = M[0];
-  for (int k = 1; k < n; ++k) top = M[k] > top ? M[k] : top;
-  Real sum = 0;
-  for (int k = 0; k < n; ++k) sum += math::exp_of(M[k] - top);
-  const Real inverse = Real(1) / sum;
+  // softmax_rows: the softmax is recomputed where it is used, so any n fits a lane.
+  const Real top = lanes.max([&](int k) { return M[k]; });
+  const Real inverse = Real(1) / lanes.sum([&](int k) { return math::exp_of(M[k] - top); });
   const auto softmax = [&](int k) { return math::exp_of(M[k] - top) * inverse; };
-  Real dot = 0;  // w . g
-  for (int k = 0; k < n; ++k) {
+  const Real dot = lanes.sum([&](int k) {  // w . g
     const Real s = softmax(k);
-    dot += s / (s + eps) * g[k];
-  }
-  for (int k = 0; k < n; ++k) {
+    return s / (s + eps) * g[k];
+  });
+  lanes.each([&](int k) {
     const Real s = softmax(k);
     g[k] = s / (s + eps) * g[k] - s * dot;
-  }
+  });
 }
 
-// Row `row` (b n + i) of a result, unless its matrix's gradient is already dL/dM (status
-// fallback: unrolled's exact one).
+// Whether row `row` (b n + i) of a result is carried: not where its matrix's gradient is already
+// dL/dM (status fallback: unrolled's exact one).
 template <class Real>
-SINKGRAD_HD void carry_result_row(ForwardBase base, Real eps, BatchView<const Real> M,
-                                  const BackwardResult<Real>& result, index_t row) {
-  const int n = M.n;
-  const index_t b = row / n;
-  if (result.status[b] == SolveStatus::fallback) return;
-  const index_t offset = row * n;
-  carry_row_to_logits(base, eps, M.data + offset, result.grad_logits.data + offset, n);
+SINKGRAD_HD bool carries_result_row(const BackwardResult<Real>& result, int n, index_t row) {
+  // A 32-bit division where the row fits: the GPU emulates the 64-bit one in ~70 instructions.
+  const index_t b = row <= index_t(0xffffffff)
+                        ? index_t(static_cast<std::uint32_t>(row) / static_cast<std::uint32_t>(n))
+                        : row / n;
+  return result.status[b] != SolveStatus::fallback;
 }
 
 }  // namespace sinkgrad

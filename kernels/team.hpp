@@ -130,16 +130,7 @@ SINKGRAD_HD auto dot_n(const A& a, const X& x, int n, decltype(a[0] * x[0]) star
 // array of CpuTeam's cap, 1024, written up to n only, read as maybe uninitialised by GCC 13).
 template <class Real, class Value>
 SINKGRAD_HD Real canonical_sum(int n, const Value& value) {
-  const int width = team_width(n);
-  Real lane[32];
-  for (int l = 0; l < width; ++l) {
-    Real partial = 0;
-    for (int i = l; i < n; i += width) partial += value(i);
-    lane[l] = partial;
-  }
-  for (int distance = width / 2; distance > 0; distance /= 2)
-    for (int l = 0; l < distance; ++l) lane[l] = lane[l] + lane[l + distance];
-  return lane[0];
+  return lane_order_sum<Real>(n, team_width(n), value);
 }
 
 // The CPU team: one thread owns all n components (slot k = i); n <= Cap. N > 0: n is N, known

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/log_base_chain.hpp"
 #include "forward/sinkhorn_forward.hpp"
 #include "tests/support/convention_reference.hpp"
 #include "tests/support/random_inputs.hpp"
@@ -47,6 +49,93 @@ bool softmax_below(const HostBatch<double>& M, index_t b, double eps) {
       if (std::exp(M(b, i, j) - top) / sum < eps) return true;
   }
   return false;
+}
+
+// The base's derivative applied to g, from its Jacobian in long double: for softmax_rows + eps,
+// d log(s_j + eps) / dm_k = s_j (delta_jk - s_k) / (s_j + eps), summed against g_j; for |m| + eps,
+// g_k sign(m_k) / (|m_k| + eps). `terms`: the size of what entry k sums, |w_k g_k| + s_k
+// sum_j |w_j g_j| (w = s / (s + eps)), the scale of its rounding, since the two cancel where the
+// softmax saturates.
+std::vector<long double> carried_reference(ForwardBase base, long double eps,
+                                           const std::vector<double>& m,
+                                           const std::vector<double>& g,
+                                           std::vector<long double>& terms) {
+  const std::size_t n = m.size();
+  std::vector<long double> out(n, 0.0L);
+  terms.assign(n, 0.0L);
+  if (base == ForwardBase::abs) {
+    for (std::size_t k = 0; k < n; ++k) {
+      out[k] = m[k] == 0 ? 0.0L
+                         : g[k] * (m[k] > 0 ? 1.0L : -1.0L) / (std::fabs((long double)m[k]) + eps);
+      terms[k] = std::fabs(out[k]);
+    }
+    return out;
+  }
+  long double total = 0, absolute = 0;
+  std::vector<long double> s(n), w(n);
+  for (std::size_t k = 0; k < n; ++k) total += std::exp((long double)m[k]);
+  for (std::size_t k = 0; k < n; ++k) s[k] = std::exp((long double)m[k]) / total;
+  for (std::size_t k = 0; k < n; ++k) w[k] = s[k] / (s[k] + eps);
+  for (std::size_t j = 0; j < n; ++j) absolute += std::fabs(w[j] * g[j]);
+  for (std::size_t k = 0; k < n; ++k) {
+    for (std::size_t j = 0; j < n; ++j)
+      out[k] += g[j] * s[j] * ((j == k ? 1.0L : 0.0L) - s[k]) / (s[j] + eps);
+    terms[k] = std::fabs(w[k] * g[k]) + s[k] * absolute;
+  }
+  return out;
+}
+
+// One row carried by the shared text (the CPU playing carry_width(n) lanes: 1 up to n = 8, then 8,
+// with one lane owning two entries at n = 9 and uneven counts at n = 31, 33, 100 and 1000) against
+// the Jacobian, on moderate and saturated rows, in float64 and float32. Each entry is held to its
+// terms' rounding: the exponentials' relative error grows with |m| (and float32 rounds M itself),
+// a sum's with the number of its terms.
+TEST(LogBaseChain, RowTextIsTheBasesDerivative) {
+  EXPECT_EQ(carry_width(1), 1);
+  EXPECT_EQ(carry_width(8), 1);
+  EXPECT_EQ(carry_width(9), 8);
+  EXPECT_EQ(carry_width(1000), 8);
+  std::mt19937_64 rng(4300);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (const ForwardBase base : {ForwardBase::softmax_rows, ForwardBase::abs})
+    for (const double eps : {1e-6, 1e-3})
+      for (const double scale : {1.0, 12.0})
+        for (const int n : {1, 2, 3, 5, 8, 9, 16, 31, 32, 33, 100, 1000}) {
+          SCOPED_TRACE("base " + std::to_string(int(base)) + " eps " + std::to_string(eps) +
+                       " scale " + std::to_string(scale) + " n " + std::to_string(n));
+          std::vector<double> m(n), g(n);
+          for (int k = 0; k < n; ++k) m[k] = scale * normal(rng);
+          for (int k = 0; k < n; ++k) g[k] = normal(rng);
+          if (base == ForwardBase::abs && n > 2) m[1] = 0;  // no slope there
+          std::vector<long double> terms;
+          const auto reference = carried_reference(base, eps, m, g, terms);
+          double largest = 0;
+          for (const double v : m) largest = std::max(largest, std::fabs(v));
+          std::vector<double> wide = g;
+          carry_row_to_logits(RowLanes(n), base, eps, m.data(), wide.data());
+          std::vector<float> narrow(g.begin(), g.end()), m32(m.begin(), m.end());
+          carry_row_to_logits(RowLanes(n), base, static_cast<float>(eps), m32.data(),
+                              narrow.data());
+          const long double wide_rounding = 8 * (1 + largest + n) * 1.1e-16L;
+          const long double narrow_rounding = 8 * (1 + largest + n) * 6e-8L;
+          for (int k = 0; k < n; ++k) {
+            EXPECT_LE(std::fabs(wide[k] - reference[k]), wide_rounding * terms[k]) << k;
+            EXPECT_LE(std::fabs(narrow[k] - reference[k]), narrow_rounding * terms[k]) << k;
+          }
+        }
+}
+
+// Matrices whose gradient is already dL/dM (status fallback) are left as they are; every other
+// row is carried.
+TEST(LogBaseChain, FallbackRowsAreNotCarried) {
+  const int n = 3;
+  std::vector<double> grad(2 * n * n, 1.0);
+  std::vector<SolveStatus> status = {SolveStatus::fallback, SolveStatus::ok};
+  std::vector<std::int32_t> iterations(2, 0);
+  const BackwardResult<double> result{BatchView<double>{grad.data(), 2, n, MemorySpace::host},
+                                      status.data(), iterations.data()};
+  for (index_t row = 0; row < 2 * n; ++row)
+    EXPECT_EQ(carries_result_row(result, n, row), row >= n) << row;
 }
 
 // Where the forward has converged (R at T = 400 and T = 800 within 1e-13) the implicit gradient is
