@@ -3,9 +3,10 @@
 # the CUDA parity tests, sinkgrad_bench_cuda, sinkgrad beside the seeds' Triton kernels and
 # torch.linalg.solve (experiments/compare_with_seeds.py), then beside TransformerEngine's fused
 # mHC Sinkhorn at n = 4 (te_vs_sinkgrad_bench.py, step te); each comparison prints its table.
-#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare,te,conventions]
+#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare,te,conventions,carry]
 # The second argument picks steps (one command of the device tool has 10 minutes; conventions,
-# the forward and unrolled of every forward convention, runs only when named);
+# the forward and unrolled of every forward convention, and carry, the carry to M alone and
+# cg_corrected with it under tilekernels, run only when named);
 # COMPARE_ARGS adds options to compare_with_seeds.py (e.g. "--batch-divisor 4").
 # Full logs go to $OUT when it is set (else to a temporary folder, named at the end).
 set -uo pipefail  # no -e: every step runs; the exit status says whether any failed
@@ -36,6 +37,14 @@ if [[ $steps == *,conventions,* ]]; then  # the other forward conventions beside
       failed=1
     grep -E '^(device:|arithmetic peaks|\|)' "$logs/bench_$forward.log"
   done
+fi
+
+if [[ $steps == *,carry,* ]]; then  # tilekernels (eps > 0): the carry alone, and CG carried
+  echo "== sinkgrad_bench_cuda, the carry to M, tilekernels:1e-6"
+  SINKGRAD_BENCH_FORWARD=tilekernels:1e-6 "$build/bin/sinkgrad_bench_cuda" \
+    --benchmark_filter='^(carry|cg_corrected|unrolled)\[' > "$logs/bench_carry.log" 2>&1 ||
+    failed=1
+  grep -E '^(device:|arithmetic peaks|\|)' "$logs/bench_carry.log"
 fi
 
 if [[ $steps == *,compare,* ]]; then  # its rows come twice (as measured, then the table)

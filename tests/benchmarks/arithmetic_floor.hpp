@@ -35,6 +35,14 @@ inline Ops forward_ops(int n, int T) {
   return {2 * N * N * T, N * N, 2 * N * T};
 }
 
+// The carry of dL/d(log B) to M under softmax_rows(M) + eps, per row: the softmax (n
+// exponentials, one reciprocal), w = s / (s + eps) (n divisions), w . g and w g - s (w . g)
+// (3 n multiply-adds); the row maxima are not counted.
+inline Ops carry_ops(int n) {
+  const double N = n;
+  return {3 * N * N, N * N, N * N + N};
+}
+
 // Linear-domain unrolled: the forward replayed (as above), then per step in reverse
 // y = -a_bar * a * a and z = -b_bar * b * b (4 n), b_bar += P^T y and a_bar = P z (2 n^2),
 // P_bar += y b^T + a z^T (2 n^2): 6 n^2 + 4 n multiply-adds and 2 n reciprocals per step, n^2

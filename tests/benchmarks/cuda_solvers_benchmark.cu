@@ -31,7 +31,7 @@
 // fallback.
 // Under a base that is no scaling of exp(M) (tilekernels with eps > 0, mhc_triton) the implicit
 // kernels are followed by the carry of their gradient to M, as the checked solve runs them, and
-// their bytes include M.
+// their bytes include M; "carry" times that pass alone (M and g read, g written).
 
 #pragma nv_diag_suppress 554  // BatchView<const T>'s self-conversion (core/batch.hpp)
 
@@ -185,7 +185,10 @@ enum class Kernel {
   automatic_none,
   automatic_1pct,
   on_failure,
-  on_failure_1pct
+  on_failure_1pct,
+  // The carry to M alone (core/log_base_chain.hpp) on a gradient in place: M and g read, g
+  // written; timed under the bases that need it.
+  carry
 };
 
 const char* kernel_name(Kernel k) {
@@ -216,6 +219,8 @@ const char* kernel_name(Kernel k) {
       return "cg_corrected+on_failure";
     case Kernel::on_failure_1pct:
       return "cg_corrected+on_failure(1% fail)";
+    case Kernel::carry:
+      return "carry";
   }
   return "?";
 }
@@ -249,9 +254,10 @@ __global__ void fail_one_in_100(SolveStatus* status, index_t batch) {
     if (b % 100 == 37) status[b] = SolveStatus::not_converged;
 }
 
-// The kernels that give the implicit gradient, dL/d(log B) (all but the forward and unrolled).
+// The kernels that give the implicit gradient, dL/d(log B) (all but the forward, unrolled and
+// the carry itself).
 bool is_implicit(Kernel k) {
-  return k != Kernel::forward && k != Kernel::unrolled;
+  return k != Kernel::forward && k != Kernel::unrolled && k != Kernel::carry;
 }
 
 bool has_fallback(Kernel k) {
@@ -331,6 +337,9 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
     case Kernel::direct_plain:
       cuda::direct(p, r, math::SchurSystem::plain, default_side(p));
       break;
+    case Kernel::carry:
+      carry(p, r);
+      break;
   }
   if (is_implicit(kernel) && !has_fallback(kernel)) carry(p, r);
 }
@@ -360,6 +369,8 @@ bench::Ops operations(Kernel kernel, int n, double iterations, double replayed) 
       return bench::direct_corrected_ops(n);
     case Kernel::direct_plain:
       return bench::direct_plain_ops(n);
+    case Kernel::carry:
+      return bench::carry_ops(n);
     case Kernel::automatic:
     case Kernel::automatic_none:
     case Kernel::automatic_1pct:
@@ -387,7 +398,8 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
     Set& set = inputs[static_cast<std::size_t>(s)];
     set.M = cuda::DeviceBuffer(bytes);
     set.G = cuda::DeviceBuffer(bytes);
-    if (kernel != Kernel::forward && kernel != Kernel::unrolled) set.R = cuda::DeviceBuffer(bytes);
+    if (kernel != Kernel::forward && kernel != Kernel::unrolled && kernel != Kernel::carry)
+      set.R = cuda::DeviceBuffer(bytes);
     fill(set.M.as<Real>(), count, 1000ULL * s + 1);
     fill(set.G.as<Real>(), count, 1000ULL * s + 2);
     if (set.R.data() != nullptr) {
@@ -401,6 +413,10 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
   }
   cuda::DeviceBuffer grad(bytes), status(batch * sizeof(SolveStatus)),
       iterations(batch * sizeof(std::int32_t));
+  if (kernel == Kernel::carry) {  // an implicit gradient to carry, every matrix ok
+    fill(grad.as<Real>(), count, 3);
+    cuda::fill_bytes(status.data(), 0, status.bytes());
+  }
   BackwardResult<Real> result{{grad.as<Real>(), batch, n, MemorySpace::device},
                               status.as<SolveStatus>(),
                               iterations.as<std::int32_t>()};
@@ -418,7 +434,7 @@ void bench(benchmark::State& state, const std::string& name, Kernel kernel, int 
   // mean CG iteration count: over all matrices, or (with a fallback, which writes its own
   // count) over those CG solved.
   double not_ok = 0, cg_iterations = 0;
-  if (kernel != Kernel::forward) {
+  if (kernel != Kernel::forward && kernel != Kernel::carry) {
     std::vector<SolveStatus> statuses(static_cast<std::size_t>(batch));
     cuda::copy_to_host(statuses.data(), status.data(), status.bytes());
     std::vector<std::int32_t> counts(static_cast<std::size_t>(batch));
@@ -510,7 +526,8 @@ void register_all() {
                             Kernel::automatic_none,
                             Kernel::automatic_1pct,
                             Kernel::on_failure,
-                            Kernel::on_failure_1pct};
+                            Kernel::on_failure_1pct,
+                            Kernel::carry};
   // The other conventions for the kernels whose path depends on them.
   const bool one_forward = std::getenv("SINKGRAD_BENCH_FORWARD") != nullptr;
   std::vector<ForwardSpec> specs{bench_forward()};
@@ -526,8 +543,9 @@ void register_all() {
       const bool depends_on_convention = kernel == Kernel::forward || kernel == Kernel::unrolled ||
                                          kernel == Kernel::cg_plain_schur ||
                                          kernel == Kernel::cg_corrected ||
-                                         kernel == Kernel::direct_plain;
+                                         kernel == Kernel::direct_plain || kernel == Kernel::carry;
       if (!one_forward && !is_default_forward(spec) && !depends_on_convention) continue;
+      if (kernel == Kernel::carry && !carries_log_base_gradient(spec)) continue;
       for (int n : bench_sizes()) {
         if (kernel == Kernel::direct_plain && n > 16) continue;  // Jacobi: O(n^3) per sweep
         if (kernel == Kernel::direct_corrected_thread && n > 16) continue;
