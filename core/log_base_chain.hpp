@@ -28,12 +28,10 @@ inline bool carries_log_base_gradient(const ForwardSpec& spec) {
   return base == ForwardBase::abs || (base == ForwardBase::softmax_rows && spec.eps != 0);
 }
 
-// The lanes that carry one row. Up to n = 8 one: a row is 32 or 64 bytes, a warp's 32 rows lie in
-// a few cache lines, and a lane alone needs no exchange. Above, 8: 8 neighbouring lanes read a
-// whole 32-byte sector of floats, and a lane owns n / 8 entries, over which the row's exchanges
-// and per-row work are shared. (One thread per row of 32 entries thrashed the L1; a lane per
-// entry left the kernel bound by those instructions, at a quarter of the copy ceiling, and at
-// n = 4 slower than one thread per row.)
+// The lanes that carry one row: one up to n = 8 (a warp's 32 rows lie in a few cache lines, and a
+// lone lane needs no exchange); 8 above, so that 8 neighbouring lanes read a whole 32-byte sector
+// of floats while each lane owns n / 8 entries to share the row's exchanges and per-row work over
+// (docs/performance.md, "The carry to M").
 SINKGRAD_HD constexpr int carry_width(int n) {
   return n <= 8 ? 1 : 8;
 }
