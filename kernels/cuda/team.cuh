@@ -6,7 +6,7 @@
 // matrix-vector product is then four independent dot products in one thread, no lane waits for
 // another, and a warp works on 32 matrices at once (a 4-lane team spends most of its time in
 // the latency of its exchanges). Kernels that would hold too much per thread that way keep 4
-// lanes, and the float32 forward runs n <= 8 in one thread too (launch.cuh, with_team_shape).
+// lanes, and the float32 forward and CG run n <= 8 in one thread too (team_shape.cuh).
 //
 // Teams exchange vectors through a small per-team buffer in shared memory (share()) and reduce
 // with xor shuffles inside their W lanes (sum()), in the canonical order of kernels/team.hpp.
@@ -102,7 +102,10 @@ class CudaTeam {
   template <class F>
   __device__ Real sum(F&& f) const {
     Real partial = 0;
-    each([&](math::Slot s) { partial += f(s); });
+    if constexpr (slot_tree)
+      partial = tree_over_slots(f);
+    else
+      each([&](math::Slot s) { partial += f(s); });
 #pragma unroll
     for (int distance = W / 2; distance > 0; distance /= 2)
       partial = partial + __shfl_xor_sync(mask_, partial, distance, W);
@@ -113,10 +116,15 @@ class CudaTeam {
   template <class F, class G>
   __device__ math::SumPair<Real> sum2(F&& f, G&& g) const {
     Real first = 0, second = 0;
-    each([&](math::Slot s) {
-      first += f(s);
-      second += g(s);
-    });
+    if constexpr (slot_tree) {
+      first = tree_over_slots(f);
+      second = tree_over_slots(g);
+    } else {
+      each([&](math::Slot s) {
+        first += f(s);
+        second += g(s);
+      });
+    }
 #pragma unroll
     for (int distance = W / 2; distance > 0; distance /= 2) {
       first = first + __shfl_xor_sync(mask_, first, distance, W);
@@ -234,6 +242,27 @@ class CudaTeam {
   }
 
  private:
+  // A team of fewer lanes than team_width(n) (K > 1 up to n = 32: one thread for n = 5 .. 8)
+  // sums in the order of that width's butterfly, the canonical order: its distances of W and
+  // more pair the slots k and k + K / 2 of one lane, a tree over the slots, and the shuffles
+  // below take the rest. The same bits as the CPU and the team of team_width(n) lanes.
+  static constexpr bool slot_tree = K > 1 && math::team_width(cap) == cap;
+
+  template <class F>
+  __device__ Real tree_over_slots(F&& f) const {
+    Real part[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i = lane_ + W * k;
+      part[k] = i < n() ? Real(0) + f(math::Slot{i, k}) : Real(0);
+    }
+#pragma unroll
+    for (int distance = K / 2; distance > 0; distance /= 2)
+#pragma unroll
+      for (int k = 0; k < distance; ++k) part[k] = part[k] + part[k + distance];
+    return part[0];
+  }
+
   int n_;
   int lane_;
   unsigned mask_;

@@ -17,8 +17,8 @@ namespace sinkgrad::cuda {
 // one-thread form holds too much per thread (the unrolled replay's tape, float64 registers);
 // the result is the same up to the order of its sums. one_thread_to_8: n <= 8 in one thread
 // too, for kernels that keep little more than the matrix itself in registers (the float32
-// forward: 64 entries of P), where a team of 8 lanes spends most of its issue slots on its
-// exchanges.
+// forward: 64 entries of P; float32 CG: R), where a team of 8 lanes spends most of its issue
+// slots on its exchanges; it sums in the 8-lane team's order (team.cuh).
 enum class SmallMatrices { one_thread, four_lanes, one_thread_to_8 };
 
 // Calls launch(TeamShape<W, K, N>{}) with the shape team_width(n) gives, or the one `small`

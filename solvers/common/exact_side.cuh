@@ -16,12 +16,17 @@ void launch_teams_on_exact_rows(const BackwardProblem<Real>& problem,
                                 const BackwardResult<Real>& result, BodyOf body_of) {
   const int n = problem.grad_output.n;
   with_orientation(last_step_normalises_columns(problem.forward.convention), [&](auto orientation) {
-    with_team_shape(n, [&](auto shape) {
+    const auto launch = [&](auto shape) {
       launch_teams<Real, decltype(shape), decltype(orientation)::value>(
           problem.forward_output.data, problem.grad_output.data, result.grad_logits.data,
           result.status, result.iterations, problem.grad_output.batch, n, body_of(shape),
           Staging::on, 0, stream_of(problem));
-    });
+    };
+    // Float32 n = 5 .. 8 in one thread, as the forward: a team of 8 lanes spends most of its
+    // issue slots on its exchanges. Float64 keeps the team: one thread's registers would spill.
+    constexpr SmallMatrices small =
+        sizeof(Real) == 4 ? SmallMatrices::one_thread_to_8 : SmallMatrices::one_thread;
+    with_team_shape<small>(n, launch);
   });
 }
 
