@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Dense>
+
 #include "forward/sinkhorn_forward.hpp"
 #include "kernels/cuda/device_memory.hpp"
 #include "tests/cuda/gpu_required.hpp"
@@ -28,6 +30,24 @@ double max_difference(const HostBatch<Real>& a, const HostBatch<Real>& b) {
       worst = std::max(worst, std::fabs(double(a.data()[k]) - double(b.data()[k])));
   }
   return worst;
+}
+
+// max |λ| / min |λ| of matrix b's plain system I - Aᵀ A (A: R with its exact side as rows, as
+// the solvers eliminate it), in long double; 1 where R is not finite (a poisoned matrix).
+template <class Real>
+double plain_system_condition(const HostBatch<Real>& R, index_t b, bool columns_exact) {
+  using Matrix = Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic>;
+  const int n = R.n();
+  Matrix A(n, n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) A(i, j) = columns_exact ? R(b, j, i) : R(b, i, j);
+  if (!A.allFinite()) return 1;
+  const Matrix S = Matrix::Identity(n, n) - A.transpose() * A;
+  const auto lambda = Eigen::SelfAdjointEigenSolver<Matrix>(S, Eigen::EigenvaluesOnly)
+                          .eigenvalues()
+                          .cwiseAbs()
+                          .eval();
+  return double(lambda.maxCoeff() / lambda.minCoeff());
 }
 
 // Solves on the GPU from host batches (staged), like solve() on the CPU.
@@ -76,6 +96,12 @@ void check_convention(const ForwardSpec& spec, int n, int T, double tolerance,
         EXPECT_NEAR(R_gpu.data()[b * nn + k], static_cast<double>(ref[k]), 1e-14);
     }
   }
+  // The plain systems are compared at T = 1 only (below).
+  std::vector<double> plain_condition;
+  if (T == 1 && n > 2)
+    for (index_t b = 0; b < batch; ++b)
+      plain_condition.push_back(
+          plain_system_condition(R_cpu, b, last_step_normalises_columns(spec.convention)));
   for (const auto& config : all_solver_configs()) {
     SCOPED_TRACE(config.label());
     const auto solver = config.create();
@@ -95,7 +121,27 @@ void check_convention(const ForwardSpec& spec, int n, int T, double tolerance,
         scale = std::max(scale, std::fabs(double(cpu.grad.data()[k])));
     // Implicit solvers amplify rounding by the conditioning; unrolled is replayed identically.
     const double relative = config.name == "unrolled" ? 100 * tolerance : 1e3 * tolerance;
-    EXPECT_LE(max_difference(cpu.grad, gpu.grad), relative * std::max(scale, 1.0));
+    if (!plain) {
+      EXPECT_LE(max_difference(cpu.grad, gpu.grad), relative * std::max(scale, 1.0));
+      continue;
+    }
+    // The plain system at T = 1 is not near convergence, but its near-null eigenvalue can still
+    // fall close to 0 by chance (mhc_triton with eps: I - Rᵀ R at a condition of 1e5-1e7 in a
+    // few batches of 100), where CPU and GPU (Eigen's eigensolver, Jacobi's) differ by rounding
+    // times that condition: matrix by matrix, the bound grows with it beyond T = 1's usual 1e3.
+    const int nn = n * n;
+    for (index_t b = 0; b < batch; ++b) {
+      double difference = 0;
+      for (int k = 0; k < nn; ++k) {
+        const double c = cpu.grad.data()[b * nn + k], g = gpu.grad.data()[b * nn + k];
+        difference = std::isnan(c) != std::isnan(g) ? INFINITY
+                     : std::isnan(c)                ? difference
+                                                    : std::max(difference, std::fabs(c - g));
+      }
+      EXPECT_LE(difference,
+                relative * std::max(scale, 1.0) * std::max(1.0, plain_condition[b] / 1e3))
+          << "matrix " << b << ", plain system's condition " << plain_condition[b];
+    }
   }
 }
 
