@@ -101,11 +101,7 @@ class CudaTeam {
 
   template <class F>
   __device__ Real sum(F&& f) const {
-    Real partial = 0;
-    if constexpr (slot_tree)
-      partial = tree_over_slots(f);
-    else
-      each([&](math::Slot s) { partial += f(s); });
+    Real partial = lane_partial(f);
 #pragma unroll
     for (int distance = W / 2; distance > 0; distance /= 2)
       partial = partial + __shfl_xor_sync(mask_, partial, distance, W);
@@ -115,16 +111,7 @@ class CudaTeam {
   // Both butterflies interleaved: the latency of one for the two sums.
   template <class F, class G>
   __device__ math::SumPair<Real> sum2(F&& f, G&& g) const {
-    Real first = 0, second = 0;
-    if constexpr (slot_tree) {
-      first = tree_over_slots(f);
-      second = tree_over_slots(g);
-    } else {
-      each([&](math::Slot s) {
-        first += f(s);
-        second += g(s);
-      });
-    }
+    Real first = lane_partial(f), second = lane_partial(g);
 #pragma unroll
     for (int distance = W / 2; distance > 0; distance /= 2) {
       first = first + __shfl_xor_sync(mask_, first, distance, W);
@@ -242,25 +229,25 @@ class CudaTeam {
   }
 
  private:
-  // A team of fewer lanes than team_width(n) (K > 1 up to n = 32: one thread for n = 5 .. 8)
-  // sums in the order of that width's butterfly, the canonical order: its distances of W and
-  // more pair the slots k and k + K / 2 of one lane, a tree over the slots, and the shuffles
-  // below take the rest. The same bits as the CPU and the team of team_width(n) lanes.
+  // This lane's part of a sum: its components ascending, or, in a team of fewer lanes than
+  // team_width(n) (K > 1 up to n = 32: one thread for n = 5 .. 8), its slots in the order of
+  // that width's butterfly, whose distances of W and more pair slots k and k + K / 2 of one
+  // lane: the canonical order (lane_order_sum over the slots), so that the shuffles of sum()
+  // finish it with the bits of the CPU and of the team of team_width(n) lanes.
   static constexpr bool slot_tree = K > 1 && math::team_width(cap) == cap;
 
   template <class F>
-  __device__ Real tree_over_slots(F&& f) const {
-    Real part[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int i = lane_ + W * k;
-      part[k] = i < n() ? Real(0) + f(math::Slot{i, k}) : Real(0);
+  __device__ Real lane_partial(F&& f) const {
+    if constexpr (slot_tree) {
+      return math::lane_order_sum<Real>(K, K, [&](int k) {
+        const int i = lane_ + W * k;
+        return i < n() ? f(math::Slot{i, k}) : Real(0);
+      });
+    } else {
+      Real partial = 0;
+      each([&](math::Slot s) { partial += f(s); });
+      return partial;
     }
-#pragma unroll
-    for (int distance = K / 2; distance > 0; distance /= 2)
-#pragma unroll
-      for (int k = 0; k < distance; ++k) part[k] = part[k] + part[k + distance];
-    return part[0];
   }
 
   int n_;
