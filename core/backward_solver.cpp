@@ -170,6 +170,7 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   if (info_.needs_logits && problem.logits.data == nullptr)
     throw Error("solver '" + name() + "' replays the forward and needs the logits");
   const bool carry = info_.log_base_gradient && carries_log_base_gradient(problem.forward);
+  const bool carry_after_cuda = carry && problem.grad_output.n > info_.cuda_carry_max_n;
   if (carry && problem.logits.data == nullptr)
     throw Error("solver '" + name() + "' needs the logits under the forward " +
                 describe(problem.forward) +
@@ -208,7 +209,8 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
     // One reference captured: std::function holds it without allocating.
     const auto run = [&] { solve_cuda(problem, result); };
     behind_exception_boundary(*this, [&run] { run(); });
-    if (carry) device::carry_to_logits(problem.logits, problem.forward, result, problem.stream);
+    if (carry_after_cuda)
+      device::carry_to_logits(problem.logits, problem.forward, result, problem.stream);
     if (wait) device::synchronize(what());
     if (!from_plugin_) return;
     BreachReport first;
@@ -225,12 +227,12 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
   if (diagnostics.any()) store_diagnostics_on_host(problem.forward_output, diagnostics);
   device::solve_staged<Real>(
       problem, result,
-      [this, carry](const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
+      [this, carry_after_cuda](const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
         // The device copies start as not written, so that the host check sees what a plugin
         // left unwritten (the copies are otherwise uninitialised).
         if (from_plugin_) device::mark_not_written(r, p.stream);
         behind_exception_boundary(*this, [&] { solve_cuda(p, r); });
-        if (carry) device::carry_to_logits(p.logits, p.forward, r, p.stream);
+        if (carry_after_cuda) device::carry_to_logits(p.logits, p.forward, r, p.stream);
       },
       what());
   check_solver_output(*this, result);

@@ -22,6 +22,9 @@ struct SolverInfo {
   // exp(M) the checked solve carries it to dL/dM from the logits (core/log_base_chain.hpp),
   // which such a solve then needs.
   bool log_base_gradient = false;
+  // Up to this n the CUDA solve carries its dL/d(log B) to M itself, in its own kernel, while
+  // the gradient is still in shared memory; the checked solve carries the larger n (0: all).
+  int cuda_carry_max_n = 0;
 
   bool supports(Device device) const;
   bool supports(Precision precision) const;

@@ -28,12 +28,17 @@ inline bool carries_log_base_gradient(const ForwardSpec& spec) {
   return base == ForwardBase::abs || (base == ForwardBase::softmax_rows && spec.eps != 0);
 }
 
+// The largest n whose rows one lane carries. Up to it the CUDA solves on the exact side carry
+// their own gradient in their kernel, a row per thread, where a separate pass would cost more
+// than the solve (solvers/common/exact_side.cuh; SolverInfo::cuda_carry_max_n).
+inline constexpr int one_lane_carry_max_n = 8;
+
 // The lanes that carry one row: one up to n = 8 (a warp's 32 rows lie in a few cache lines, and a
 // lone lane needs no exchange); 8 above, so that 8 neighbouring lanes read a whole 32-byte sector
 // of floats while each lane owns n / 8 entries to share the row's exchanges and per-row work over
 // (docs/performance.md, "The carry to M").
 SINKGRAD_HD constexpr int carry_width(int n) {
-  return n <= 8 ? 1 : 8;
+  return n <= one_lane_carry_max_n ? 1 : 8;
 }
 
 // One thread playing the carry_width(n) lanes of a row's team. each(f): f(k) for every entry;
@@ -66,13 +71,14 @@ class RowLanes {
 };
 
 // One row of g (n entries, in place) from the same row of M, for base `base` with `eps`, by the
-// row team `lanes` (RowLanes, or the GPU's warp lanes).
+// row team `lanes` (RowLanes, or the GPU's warp lanes). M and g: anything indexed by the entry
+// (pointers, or a tile's strided row and registers where a solve carries its own gradient).
 // A non-finite M leaves a non-finite g (the solvers have already marked that matrix). A finite g
 // stays finite: the softmax's row is bounded by (1 + n) max |g|, and under |M| + eps the implicit
 // g is R ⊙ (G - α 1ᵀ - 1 βᵀ) with R proportional to |M| + eps, which the division takes out.
-template <class Real, class Lanes>
-SINKGRAD_HD void carry_row_to_logits(const Lanes& lanes, ForwardBase base, Real eps, const Real* M,
-                                     Real* g) {
+template <class Real, class Lanes, class LogitsRow, class GradientRow>
+SINKGRAD_HD void carry_row_to_logits(const Lanes& lanes, ForwardBase base, Real eps,
+                                     const LogitsRow& M, const GradientRow& g) {
   if (base == ForwardBase::abs) {
     // d log(|m| + eps) / dm = 1 / (m + eps sign(m)); 0 at m = 0, where |m| has no slope.
     lanes.each([&](int k) {

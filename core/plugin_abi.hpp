@@ -24,8 +24,8 @@ class SolverRegistry;
 
 // 2: BackwardProblem::stream; 3: BackwardResult::diagnostics; 4: OptionSpec::maximum;
 // 5: BackwardResult::iterates, BackwardSolver::reports_iterates and from_plugin;
-// 6: SolverInfo::log_base_gradient
-#define SINKGRAD_PLUGIN_ABI_VERSION 6
+// 6: SolverInfo::log_base_gradient; 7: SolverInfo::cuda_carry_max_n
+#define SINKGRAD_PLUGIN_ABI_VERSION 7
 
 #if defined(_WIN32)
 #define SINKGRAD_PLUGIN_EXPORT extern "C" __declspec(dllexport)

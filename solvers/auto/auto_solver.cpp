@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "core/log_base_chain.hpp"
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
 #include "solvers/cg_corrected/cg_corrected_driver.hpp"
@@ -74,6 +75,7 @@ void register_auto(SolverRegistry& registry) {
                   options,
                   /*needs_logits=*/true,
                   /*log_base_gradient=*/true};
+  info.cuda_carry_max_n = one_lane_carry_max_n;
   registry.add(info, [info](const OptionValues& values) {
     return std::make_unique<AutoSolver>(info, values);
   });

@@ -1,6 +1,7 @@
 // `cg_corrected`: implicit gradient of the corrected system built from the actual marginals,
 // by CG (solvers/cg_corrected/cg_corrected_math.hpp).
 
+#include "core/log_base_chain.hpp"
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
 #include "kernels/cpu/team_loop.hpp"
@@ -88,6 +89,7 @@ void register_cg_corrected(SolverRegistry& registry) {
                   options,
                   /*needs_logits=*/false,
                   /*log_base_gradient=*/true};
+  info.cuda_carry_max_n = one_lane_carry_max_n;
   registry.add(info, [info](const OptionValues& values) {
     return std::make_unique<CgCorrectedSolver>(info, values);
   });

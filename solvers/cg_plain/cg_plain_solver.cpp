@@ -1,6 +1,7 @@
 // `cg_plain`: implicit gradient assuming r = c = 1, by CG on the n x n Schur complement or on
 // the 2n block system (solvers/cg_plain/cg_plain_math.hpp).
 
+#include "core/log_base_chain.hpp"
 #include "core/solver_registry.hpp"
 #include "core/solver_variants.hpp"
 #include "kernels/cpu/team_loop.hpp"
@@ -78,6 +79,7 @@ void register_cg_plain(SolverRegistry& registry) {
                   options,
                   /*needs_logits=*/false,
                   /*log_base_gradient=*/true};
+  info.cuda_carry_max_n = one_lane_carry_max_n;
   registry.add(info, [info](const OptionValues& values) {
     return std::make_unique<CgPlainSolver>(info, values);
   });

@@ -265,10 +265,18 @@ bool has_fallback(Kernel k) {
          k == Kernel::on_failure || k == Kernel::on_failure_1pct;
 }
 
-// The carry of an implicit gradient to M where the checked solve runs it (a no-op elsewhere).
+bool kernel_uses_cg(Kernel k) {
+  return is_implicit(k) && k != Kernel::direct_corrected && k != Kernel::direct_corrected_thread &&
+         k != Kernel::direct_plain;
+}
+
+// The carry of an implicit gradient to M where the checked solve runs it (a no-op under the
+// other bases): after the solve, unless the solve carried it in its kernel (by_solve: the CG
+// kernels, up to the SolverInfo::cuda_carry_max_n of their solvers).
 template <class Real>
-void carry(const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
-  device::carry_to_logits(p.logits, p.forward, r, p.stream);
+void carry(const BackwardProblem<Real>& p, const BackwardResult<Real>& r, bool by_solve) {
+  if (!by_solve || p.grad_output.n > one_lane_carry_max_n)
+    device::carry_to_logits(p.logits, p.forward, r, p.stream);
 }
 
 // As the layer runs them: auto carries after its fallback (which marks the matrices it replays
@@ -278,14 +286,14 @@ void corrected_then_fallback(const BackwardProblem<Real>& p, const BackwardResul
                              Real max_violation, bool fail, FallbackStatus mode) {
   const int n = p.grad_output.n;
   cuda::cg_corrected(p, r, auto_settings<Real>(2 * n, n), default_side(p), max_violation);
-  if (mode == FallbackStatus::keep) carry(p, r);
+  if (mode == FallbackStatus::keep) carry(p, r, true);
   if (fail) {
     const index_t batch = p.grad_output.batch;
     fail_one_in_100<<<static_cast<unsigned>(std::min<index_t>((batch + 255) / 256, 4096)), 256>>>(
         r.status, batch);
   }
   cuda::replace_by_unrolled(p, r, mode);
-  if (mode == FallbackStatus::mark) carry(p, r);
+  if (mode == FallbackStatus::mark) carry(p, r, true);
 }
 
 template <class Real>
@@ -338,15 +346,10 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
       cuda::direct(p, r, math::SchurSystem::plain, default_side(p));
       break;
     case Kernel::carry:
-      carry(p, r);
+      carry(p, r, false);
       break;
   }
-  if (is_implicit(kernel) && !has_fallback(kernel)) carry(p, r);
-}
-
-bool kernel_uses_cg(Kernel k) {
-  return is_implicit(k) && k != Kernel::direct_corrected && k != Kernel::direct_corrected_thread &&
-         k != Kernel::direct_plain;
+  if (is_implicit(kernel) && !has_fallback(kernel)) carry(p, r, kernel_uses_cg(kernel));
 }
 
 // Per matrix, for arithmetic_floor.hpp: the CG kernels at `iterations` (the measured mean), the
