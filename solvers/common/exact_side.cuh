@@ -55,12 +55,12 @@ template <class Real, int cap>
 __device__ void load_row(const Real* M, int n, int i, Real (&m)[cap]) {
   constexpr int vec = 16 / sizeof(Real);
   using Vec16 = std::conditional_t<sizeof(Real) == 4, float4, double2>;
+  static_assert(sizeof(Vec16) == vec * sizeof(Real));
   const Real* row = M + i * n;
   if (cap % vec == 0 && n == cap && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
 #pragma unroll
     for (int j = 0; j < cap; j += vec) {
       const Vec16 v = __ldg(reinterpret_cast<const Vec16*>(row + j));
-      static_assert(sizeof(Vec16) == vec * sizeof(Real));
       __builtin_memcpy(&m[j], &v, sizeof(v));
     }
     return;
@@ -104,13 +104,13 @@ struct CarriedToLogits {
 };
 
 // body_of(shape) -> the team body for that TeamShape / BlockShape. Under a forward whose base
-// is no scaling of exp(M), up to one_lane_carry_max_n the body's gradient is carried to M in
-// the kernel (CarriedToLogits); the checked solve carries the larger n.
+// is no scaling of exp(M), the shapes up to one_lane_carry_max_n (those of n <= it) carry the
+// body's gradient to M in the kernel (CarriedToLogits); the checked solve carries the larger n.
 template <class Real, class BodyOf>
 void launch_teams_on_exact_rows(const BackwardProblem<Real>& problem,
                                 const BackwardResult<Real>& result, BodyOf body_of) {
   const int n = problem.grad_output.n;
-  const bool carry = n <= one_lane_carry_max_n && carries_log_base_gradient(problem.forward);
+  const bool carry = carries_log_base_gradient(problem.forward);
   with_orientation(last_step_normalises_columns(problem.forward.convention), [&](auto orientation) {
     // Float32 n = 5 .. 8 in one thread, as the forward: a team of 8 lanes spends most of its
     // issue slots on its exchanges. Float64 keeps the team: one thread's registers would spill.
