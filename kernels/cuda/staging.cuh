@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "core/types.hpp"
+#include "kernels/cuda/vec16.cuh"
 
 namespace sinkgrad::cuda::detail {
 
@@ -39,8 +40,7 @@ template <class Real, bool to_tiles, int fixed_n, bool transposed = false>
 __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contiguous, int count,
                            int n) {
   if constexpr (fixed_n > 0) n = fixed_n;
-  constexpr int vec = 16 / sizeof(Real);
-  using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
+  constexpr int vec = reals_per_vec16<Real>;
   // Unsigned index arithmetic: a signed division by a constant costs twice the instructions.
   const unsigned un = n, nn = un * un, total = unsigned(count) * nn;
   // The tile distance between consecutive entries of a contiguous row.
@@ -53,18 +53,18 @@ __device__ void copy_tiles(Real* tiles, int tile_reals, int stride, Real* contig
   if (vectorised) {
     for (unsigned e = threadIdx.x * vec; e < total; e += blockDim.x * vec) {
       Real* t = tile_entry(e);
-      auto* c = reinterpret_cast<Vec16*>(contiguous + e);
+      auto* c = reinterpret_cast<Vec16<Real>*>(contiguous + e);
       Real part[vec];
       if constexpr (to_tiles) {
-        const Vec16 v = *c;
-        static_assert(sizeof(Vec16) == sizeof(part));
+        const Vec16<Real> v = *c;
+        static_assert(sizeof(Vec16<Real>) == sizeof(part));
         memcpy(part, &v, sizeof(v));
 #pragma unroll
         for (int q = 0; q < vec; ++q) t[q * along] = part[q];
       } else {
 #pragma unroll
         for (int q = 0; q < vec; ++q) part[q] = t[q * along];
-        Vec16 v;
+        Vec16<Real> v;
         memcpy(&v, part, sizeof(v));
         __stcs(c, v);
       }

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/vec16.cuh"
 #include "kernels/team.hpp"
 
 namespace sinkgrad::cuda {
@@ -213,13 +214,12 @@ class CudaTeam {
   // with 16-byte loads; a pointer into shared memory for K = 2.
   __device__ auto load(const Real* where) const {
     if constexpr (K == 1 || W == 1) {
-      constexpr int per_load = 16 / sizeof(Real);
-      using Vec16 = typename std::conditional<sizeof(Real) == 4, float4, double2>::type;
+      constexpr int per_load = reals_per_vec16<Real>;
       static_assert(cap % per_load == 0, "vectors are whole 16-byte words");
       Gathered gathered;
 #pragma unroll
       for (int j = 0; j < cap; j += per_load) {
-        const Vec16 part = *reinterpret_cast<const Vec16*>(where + j);
+        const Vec16<Real> part = *reinterpret_cast<const Vec16<Real>*>(where + j);
         memcpy(&gathered.v[j], &part, sizeof(part));
       }
       return gathered;

@@ -6,11 +6,11 @@
 // (store_residual).
 
 #include <cstdint>
-#include <type_traits>
 
 #include "core/backward_problem.hpp"
 #include "core/log_base_chain.hpp"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/vec16.cuh"
 
 namespace sinkgrad::cuda {
 
@@ -53,14 +53,12 @@ struct OneThreadRow {
 // and a 16-byte load brings four times the entries per request.
 template <class Real, int cap>
 __device__ void load_row(const Real* M, int n, int i, Real (&m)[cap]) {
-  constexpr int vec = 16 / sizeof(Real);
-  using Vec16 = std::conditional_t<sizeof(Real) == 4, float4, double2>;
-  static_assert(sizeof(Vec16) == vec * sizeof(Real));
+  constexpr int vec = reals_per_vec16<Real>;
   const Real* row = M + i * n;
   if (cap % vec == 0 && n == cap && reinterpret_cast<std::uintptr_t>(row) % 16 == 0) {
 #pragma unroll
     for (int j = 0; j < cap; j += vec) {
-      const Vec16 v = __ldg(reinterpret_cast<const Vec16*>(row + j));
+      const Vec16<Real> v = __ldg(reinterpret_cast<const Vec16<Real>*>(row + j));
       __builtin_memcpy(&m[j], &v, sizeof(v));
     }
     return;
