@@ -15,7 +15,9 @@ buffers; "layer - raw" what the layer adds. "torch floor": the same step through
 autograd.Function that does no work (returns its input, passes the gradient through): what
 torch's Function and autograd.grad cost alone on this device, below which no layer built on
 them can go; "torch floor + 4 tensors" the same Function allocating what a layer step must
-(R in the forward; the gradient, statuses and iterations in the backward). The "chain" column:
+(R in the forward; the gradient, statuses and iterations in the backward); "native op" the
+same step through one of torch's own differentiable ops (x.tanh(): one kernel each way, its
+backward node in C++), the floor of a layer compiled into a C++ autograd op. The "chain" column:
 --chain layers applied one after the other and differentiated by one autograd.grad, per layer,
 as a model with one Sinkhorn per block pays it (torch's fixed cost of starting a backward is
 shared by the chain). On CUDA the autograd engine runs a Function's backward on a thread of
@@ -109,6 +111,11 @@ def main():
         chain_us = per_step_us(chained(function.apply), chain_steps, args.repeats,
                                synchronize) / K
         print(f"| {name} | {floor_us:.1f} | - | - | {chain_us:.1f} |", flush=True)
+    native_us = per_step_us(lambda: torch.autograd.grad(x.tanh(), x, G), args.steps, args.repeats,
+                            synchronize)
+    native_chain_us = per_step_us(chained(torch.tanh), chain_steps, args.repeats, synchronize) / K
+    print(f"| native op (x.tanh(), no Python Function) | {native_us:.1f} | - | - | "
+          f"{native_chain_us:.1f} |", flush=True)
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
         backward = args.backwards[0]

@@ -144,10 +144,15 @@ class CudaTeam {
   // One shuffle: cheaper than share() when a round finalises a single component. Every lane
   // evaluates f at the slot of i (compile-time when i is), never behind a test lane == i: the
   // compiler would index the lane's rows with the lane number and move them to local memory.
+  // A one-thread team owns every component: a shuffle would only add its latency to the chain
+  // of rounds (direct's solves broadcast 2n times each).
   template <class F>
   __device__ Real broadcast(int i, F&& f) const {
     const Real v = f(math::Slot{i, i / W});
-    return __shfl_sync(mask_, v, i % W, W);
+    if constexpr (W == 1)
+      return v;
+    else
+      return __shfl_sync(mask_, v, i % W, W);
   }
 
   // Lane-private rows in registers (K = 1; local memory for K = 2).
