@@ -104,18 +104,14 @@ def main():
                                chain_steps, args.repeats, synchronize) / K
         print(f"| {backward} | {layer_us:.1f} | {raw_us:.1f} | {layer_us - raw_us:.1f} | "
               f"{chain_us:.1f} |", flush=True)
-    for name, function in (("torch floor (an autograd.Function doing nothing)", _Identity),
-                           ("torch floor + 4 tensors (what a layer step allocates)", _Allocating)):
-        floor_us = per_step_us(lambda f=function: torch.autograd.grad(f.apply(x), x, G),
-                               args.steps, args.repeats, synchronize)
-        chain_us = per_step_us(chained(function.apply), chain_steps, args.repeats,
-                               synchronize) / K
+    floors = (("torch floor (an autograd.Function doing nothing)", _Identity.apply),
+              ("torch floor + 4 tensors (what a layer step allocates)", _Allocating.apply),
+              ("native op (x.tanh(), no Python Function)", torch.tanh))
+    for name, apply in floors:
+        floor_us = per_step_us(lambda f=apply: torch.autograd.grad(f(x), x, G), args.steps,
+                               args.repeats, synchronize)
+        chain_us = per_step_us(chained(apply), chain_steps, args.repeats, synchronize) / K
         print(f"| {name} | {floor_us:.1f} | - | - | {chain_us:.1f} |", flush=True)
-    native_us = per_step_us(lambda: torch.autograd.grad(x.tanh(), x, G), args.steps, args.repeats,
-                            synchronize)
-    native_chain_us = per_step_us(chained(torch.tanh), chain_steps, args.repeats, synchronize) / K
-    print(f"| native op (x.tanh(), no Python Function) | {native_us:.1f} | - | - | "
-          f"{native_chain_us:.1f} |", flush=True)
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
         backward = args.backwards[0]

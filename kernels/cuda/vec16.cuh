@@ -9,6 +9,7 @@ namespace sinkgrad::cuda {
 
 template <class Real>
 using Vec16 = std::conditional_t<sizeof(Real) == 4, float4, double2>;
+static_assert(sizeof(Vec16<float>) == 16 && sizeof(Vec16<double>) == 16);
 
 // The Reals in one Vec16.
 template <class Real>
