@@ -3,8 +3,10 @@
 # it with the libraries it loads into .devdeps/bench/NAME.txz, for scripts/gpu_bench_rounds.sh
 # on the GPU machine, which then builds nothing. Each build takes 7-15 minutes on 2 cores.
 #   bash scripts/prebuilt_bench.sh NAME=COMMIT [NAME=COMMIT ...]    e.g. base=HEAD~1 head=HEAD
-# The packs (about 23 MB each, 7 MB for trees before the block team) travel with
-# `carry: [".devdeps/bench"]`, whose 64 MiB limit holds two or three of them.
+# The packs (about 25 MB each at sm_90, nearly all of it libsinkgrad.so's kernels, which xz -9e
+# and strip do not shrink) travel with `carry: [".devdeps/bench"]`. The 64 MiB a call carries
+# include the working tree, 28 MB of it, 26 MB of those docs/results/: one pack fits beside it,
+# two only with docs/results/ moved out of the checkout for the call.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$root/.devdeps/bench
