@@ -73,17 +73,19 @@ class RowLanes {
 // One row of g (n entries, in place) from the same row of M, for base `base` with `eps`, by the
 // row team `lanes` (RowLanes, or the GPU's warp lanes). M and g: anything indexed by the entry
 // (pointers, or a tile's strided row and registers where a solve carries its own gradient).
-// A non-finite M leaves a non-finite g (the solvers have already marked that matrix). A finite g
-// stays finite: the softmax's row is bounded by (1 + n) max |g|, and under |M| + eps the implicit
+// A non-finite M or g leaves a non-finite g (the solvers have already marked that matrix). A finite
+// g stays finite: the softmax's row is bounded by (1 + n) max |g|, and under |M| + eps the implicit
 // g is R ⊙ (G - α 1ᵀ - 1 βᵀ) with R proportional to |M| + eps, which the division takes out.
 template <class Real, class Lanes, class LogitsRow, class GradientRow>
 SINKGRAD_HD void carry_row_to_logits(const Lanes& lanes, ForwardBase base, Real eps,
                                      const LogitsRow& M, const GradientRow& g) {
   if (base == ForwardBase::abs) {
-    // d log(|m| + eps) / dm = 1 / (m + eps sign(m)); 0 at m = 0, where |m| has no slope.
+    // d log(|m| + eps) / dm = 1 / (m + eps sign(m)); 0 at m = 0, where |m| has no slope, but a
+    // non-finite g stays so (a failed solve's NaN, e.g. eps = 0 and a zero row of M).
     lanes.each([&](int k) {
       const Real m = M[k];
-      g[k] = m == Real(0) ? Real(0) : g[k] / (m + (m > Real(0) ? eps : -eps));
+      g[k] = m == Real(0) ? (math::is_finite(g[k]) ? Real(0) : g[k])
+                          : g[k] / (m + (m > Real(0) ? eps : -eps));
     });
     return;
   }

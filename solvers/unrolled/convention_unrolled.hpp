@@ -77,8 +77,11 @@ SINKGRAD_HD void convention_base_back(const ConventionForward<Real>& c, const Re
       for (int j = 0; j < n; ++j) row[j] -= exp_of(M[i * n + j] - lse[i]) * sum;
     }
   } else if (c.abs_base) {
+    // 0 where M = 0 (no slope), unless W is not finite there: a forward that is NaN from finite
+    // logits (eps = 0 and a zero row of M) must not leave a finite gradient.
     for (int k = 0; k < n * n; ++k)
-      W[k] = M[k] == Real(0) ? Real(0) : (M[k] > Real(0) ? W[k] : -W[k]) / (abs_of(M[k]) + c.eps);
+      W[k] = M[k] == Real(0) ? (is_finite(W[k]) ? Real(0) : W[k])
+                             : (M[k] > Real(0) ? W[k] : -W[k]) / (abs_of(M[k]) + c.eps);
   } else if (c.shift != BaseShift::none) {
     const bool global = c.shift == BaseShift::global_max;
     const bool columns = c.shift == BaseShift::column_max;

@@ -198,6 +198,48 @@ TEST(LogBaseChain, ImplicitSolversDifferentiateTheBaseAtConvergence) {
     }
 }
 
+// |M| + eps with eps = 0 and a zero row of M: the forward divides 0 by 0, so R is NaN from finite
+// logits. No solver may pass that off as a gradient: each one's status is a failure and its
+// gradient NaN (|M|'s missing slope at M = 0 must not turn the NaN into zeros), while a normal
+// matrix in the same batch gets what it gets alone.
+TEST(LogBaseChain, ANanForwardFromFiniteLogitsIsNoSuccess) {
+  const int n = 4, T = 20;
+  const index_t batch = 3;
+  auto rng = make_rng(4300);
+  auto M = normal_batch<double>(rng, batch, n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      M(0, i, j) = 0;              // all zero
+      if (i == 2) M(1, i, j) = 0;  // one zero row
+    }
+  const auto G = normal_batch<double>(rng, batch, n);
+  const ForwardSpec spec = make_forward_spec("mhc_triton", 0.0);
+  HostBatch<double> R(batch, n);
+  sinkhorn_forward<double>(M.view(), T, R.view(), nullptr, Device::cpu, spec);
+  ASSERT_TRUE(std::isnan(R(0, 0, 0)) && std::isnan(R(1, 0, 0))) << "the case tests a NaN forward";
+  HostBatch<double> M2(1, n), R2(1, n), G2(1, n);
+  const int nn = n * n;
+  std::copy(M.data() + 2 * nn, M.data() + 3 * nn, M2.data());
+  std::copy(R.data() + 2 * nn, R.data() + 3 * nn, R2.data());
+  std::copy(G.data() + 2 * nn, G.data() + 3 * nn, G2.data());
+  for (const char* name : {"unrolled", "cg_plain", "cg_corrected", "direct", "auto"}) {
+    SCOPED_TRACE(name);
+    const auto solver = SolverRegistry::global().create(name);
+    const auto result = solve(*solver, M, R, G, T, false, spec);
+    for (index_t b = 0; b < 2; ++b) {
+      EXPECT_FALSE(is_success(result.status[static_cast<std::size_t>(b)])) << "matrix " << b;
+      for (int k = 0; k < nn; ++k)
+        EXPECT_TRUE(std::isnan(result.grad.data()[b * nn + k])) << "matrix " << b << " entry " << k;
+    }
+    const auto alone = solve(*solver, M2, R2, G2, T, false, spec);
+    EXPECT_EQ(result.status[2], alone.status[0]);
+    EXPECT_TRUE(same_bits(result.grad.data() + 2 * nn, alone.grad.data(), nn));
+  }
+  // The exact gradient of that normal matrix is finite.
+  EXPECT_TRUE(is_success(
+      solve(*SolverRegistry::global().create("unrolled"), M2, R2, G2, T, false, spec).status[0]));
+}
+
 // R and G suffice an implicit solver only where the base scales exp(M); elsewhere a solve without
 // the logits is refused before anything is written.
 TEST(LogBaseChain, WithoutTheLogitsTheCarryIsRefused) {
