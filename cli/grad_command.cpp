@@ -126,8 +126,9 @@ int run_grad(const po::variables_map& values) {
       if (!solver->info().supports(precision))
         throw UsageError("solver '" + solver->name() + "' does not support " +
                          std::string(to_string(precision)));
-      require_memory(grad_memory(logits, precision, request.iterations),
-                     "grad of '" + request.input + "' " + shape_text(logits));
+      require_memory(
+          grad_memory(logits, precision, request.iterations, solver->info().needs_logits),
+          "grad of '" + request.input + "' " + shape_text(logits));
       output.emplace(request.output, inputs);
       interrupt_guard.emplace(output->temporary_path());
       const std::string& path = output->temporary_path();
@@ -162,9 +163,11 @@ Command make_grad_command() {
       "attributes solver, options, T, forward, eps, dtype, device, sinkgrad_version, input, "
       "status_codes.\n\n"
       "Status codes: 0 ok, 1 not_converged (CG stopped at max_iterations; its last iterate is "
-      "written), 2 breakdown (gradient NaN), 3 invalid_input (NaN/Inf input or a zero row or "
-      "column; gradient NaN), 4 ill_conditioned (direct plain: an eigenvalue within rounding "
-      "of the cut changes the gradient; written, not trusted). A gradient with NaN/Inf is never "
+      "written), 2 breakdown (CG: the last iterate's gradient where that is finite, else NaN; a "
+      "singular factorisation or non-finite arithmetic: NaN), 3 invalid_input (NaN/Inf input or "
+      "a zero row or column; gradient NaN), 4 ill_conditioned (direct plain: an eigenvalue within "
+      "rounding of the cut changes the gradient; written, not trusted), 5 fallback (auto: "
+      "unrolled's exact gradient for this matrix; a success). A gradient with NaN/Inf is never "
       "counted as ok: it is reported as breakdown. A run with failed matrices still exits 0: read "
       "'status'.\n\n"
       "Example: sinkgrad grad --input in.h5 --output out.h5 --solver cg_corrected "
@@ -181,7 +184,9 @@ Command make_grad_command() {
         ("solver,s", po::value<std::string>()->required()->value_name("NAME"),
          ("backward solver: " + names + " (see 'sinkgrad solvers')").c_str())  //
         ("iterations,T", po::value<int>()->default_value(20)->value_name("T"),
-         "Sinkhorn iterations of the forward (T >= 1)")  //
+         ("Sinkhorn iterations of the forward, 1 <= T <= " +
+          std::to_string(limits::max_forward_iterations))
+             .c_str())  //
         ("forward", po::value<std::string>()->default_value("columns_first")->value_name("NAME"),
          ("forward convention: " + forward_conventions_help()).c_str())  //
         ("eps", po::value<double>()->value_name("X"),

@@ -10,6 +10,7 @@
 #include "cli/version.hpp"
 #include "experiments/study/solve_checked.hpp"
 #include "forward/sinkhorn_forward.hpp"
+#include "solvers/unrolled/replay_tape.hpp"
 
 namespace sinkgrad::cli {
 namespace {
@@ -50,14 +51,15 @@ void write_metadata(const h5::File& file, const GradRequest& request, const Back
 
 }  // namespace
 
-MemoryEstimate grad_memory(const h5::BatchInfo& shape, Precision precision, int T) {
+MemoryEstimate grad_memory(const h5::BatchInfo& shape, Precision precision, int T, bool replays) {
   const std::uint64_t real = precision == Precision::float32 ? 4 : 8;
   const auto n = static_cast<std::uint64_t>(shape.n);
+  const auto tape =
+      replays ? static_cast<std::uint64_t>(math::unrolled_cpu_tape_reals(shape.n, T)) : 0;
   return MemoryEstimate()
       .batches(4, shape.batch, shape.n, real)
       .add(static_cast<std::uint64_t>(shape.batch), 16 + 4 * real)
-      .add(static_cast<std::uint64_t>(omp_get_max_threads()),
-           (8 * n * n + 4 * n * (static_cast<std::uint64_t>(std::sqrt(double(T))) + 2)) * real);
+      .add(static_cast<std::uint64_t>(omp_get_max_threads()), (8 * n * n + tape) * real);
 }
 
 // Reads the inputs in precision Real, runs the forward and the solver, and writes the output

@@ -42,9 +42,9 @@ struct GradSummary {
 
 // Everything solve_and_write allocates: logits, grad_output, R and dL/dM, the per-matrix
 // vectors (status, iterations, the violation and the diagnostics), and a per-thread solver
-// workspace (n x n matrices and the unrolled tape, which is checkpointed to about 4n sqrt(T)
-// values).
-MemoryEstimate grad_memory(const h5::BatchInfo& shape, Precision precision, int T);
+// workspace: n x n matrices and, for a solver that replays the forward (`replays`:
+// SolverInfo::needs_logits), the whole tape of the T steps.
+MemoryEstimate grad_memory(const h5::BatchInfo& shape, Precision precision, int T, bool replays);
 
 // Reads the inputs in precision Real, runs the forward and the solver, and writes the output
 // file at output_path (Real: float or double).

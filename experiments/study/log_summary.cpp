@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/status.hpp"
 #include "experiments/study/study_log.hpp"
 #include "io/hdf5.hpp"
 
@@ -137,8 +138,9 @@ SummaryTable summarise_log(const std::string& path, bool exact) {
         row.options[attribute] = h5::read_string_attribute(run, attribute);
     rows.push_back(std::move(row));
   }
-  if (statuses.empty())
-    statuses = {"ok", "not_converged", "breakdown", "invalid_input", "ill_conditioned"};
+  if (statuses.empty())  // a log without runs: the columns a run of this build writes
+    for (int code = 0; code < status_count; ++code)
+      statuses.emplace_back(to_string(static_cast<SolveStatus>(code)));
   for (const std::string& status : statuses) add(status, "matrices", true);
   add("iterations_mean", "", true);
   add("iterations_max", "", true);

@@ -22,6 +22,7 @@
 #include "io/hdf5_links.hpp"
 #include "io/memory_budget.hpp"
 #include "io/output_policy.hpp"
+#include "solvers/unrolled/replay_tape.hpp"
 
 namespace sinkgrad::study {
 namespace {
@@ -34,9 +35,10 @@ double seconds_since(Clock::time_point start) {
 
 // A run holds about 16 batches of doubles at once (the input, its rounded and converted
 // copies, both references, R, the gradients, the timing scratch), the solver's residual
-// history (B rows) and a per-thread workspace with the unrolled tape.
+// history (B rows) and a per-thread workspace with the whole unrolled tape (every study runs
+// the unrolled reference).
 void require_sweep_memory(const StudyDefinition& definition, const Sweep& sweep) {
-  int most_T = 1;
+  int most_T = definition.converged_max_iterations;  // the converged reference's replay
   for (const int T : definition.iterations) most_T = std::max(most_T, T);
   std::vector<std::uint64_t> history(sweep.inputs.size(), 0);
   for (const RunSpec& run : sweep.runs) {
@@ -52,7 +54,8 @@ void require_sweep_memory(const StudyDefinition& definition, const Sweep& sweep)
     estimate.batches(16, input.batch, input.n, sizeof(double))
         .add(static_cast<std::uint64_t>(input.batch), 16 + 16 * history[i])
         .add(static_cast<std::uint64_t>(omp_get_max_threads()),
-             (8 * n * n + 4 * n * (static_cast<std::uint64_t>(std::sqrt(double(most_T))) + 2)) *
+             (8 * n * n +
+              static_cast<std::uint64_t>(math::unrolled_cpu_tape_reals(input.n, most_T))) *
                  sizeof(double));
     require_memory(estimate, "the input " + input.key);
   }

@@ -20,6 +20,13 @@ SINKGRAD_HD long long unrolled_workspace(int n, int T, int L, bool two_sided = f
   return static_cast<long long>(n) * (sides * checkpoints + 2LL * L + 1 + (two_sided ? 1 : 0));
 }
 
+// The most Reals a CPU replay of T steps keeps per thread at size n: its whole tape (the CPU
+// forms do not checkpoint), at least unrolled_workspace(n, T, T, true) and the log-domain form's
+// convention_unrolled_workspace(n, T, T). What the memory estimates before a solve count.
+inline long long unrolled_cpu_tape_reals(int n, int T) {
+  return static_cast<long long>(n) * (2LL * T + 3);
+}
+
 // Longest segment (fewest recomputations) that fits into capacity Reals; 0 if none fits.
 SINKGRAD_HD int unrolled_segment_length(int n, int T, long long capacity, bool two_sided = false) {
   if (unrolled_workspace(n, T, T, two_sided) <= capacity) return T;  // store all, no recompute

@@ -137,6 +137,47 @@ TEST_F(Hardening, InputLargerThanMemoryIsRefusedWithSizes) {
   EXPECT_EQ(extra_entries({"good.h5", "huge.h5"}), std::vector<std::string>{});
 }
 
+// The unrolled tape counts: on the CPU the replay keeps every step's potentials, 2 n T values
+// per thread, which at n = 64 and T = 10^6 is 1 GB a thread for 128 KiB of input.
+TEST_F(Hardening, TheUnrolledTapeIsCountedBeforeTheSolve) {
+  auto rng = make_rng(19);
+  write_grad_input(file("n64.h5"), normal_batch<double>(rng, 4, 64),
+                   normal_batch<double>(rng, 4, 64));
+  ASSERT_EQ(::setenv("SINKGRAD_MEMORY_LIMIT", "100000000", 1), 0);
+  const CliResult refused = run_cli(
+      {"grad", "-i", file("n64.h5"), "-o", file("out.h5"), "-s", "unrolled", "-T", "1000000"});
+  const CliResult fits = run_cli(
+      {"grad", "-i", file("n64.h5"), "-o", file("small.h5"), "-s", "unrolled", "-T", "1000"});
+  ::unsetenv("SINKGRAD_MEMORY_LIMIT");
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_TRUE(contains(refused.err, "needs about")) << refused.err;
+  EXPECT_TRUE(contains(refused.err, "GiB of memory, but only")) << refused.err;
+  expect_one_line(refused);
+  EXPECT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_EQ(extra_entries({"good.h5", "n64.h5", "small.h5"}), std::vector<std::string>{});
+}
+
+// A study's file() source with no matrices in it is a definition error: nothing is created.
+TEST_F(Hardening, AStudyFileSourceWithoutMatricesIsRefused) {
+  const std::string path = file("empty_batch.h5");
+  {
+    const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t dims[3] = {0, 5, 5};
+    const hid_t space = H5Screate_simple(3, dims, nullptr);
+    H5Dclose(H5Dcreate2(f, "logits", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5Sclose(space);
+    H5Fclose(f);
+  }
+  write_text(file("empty.ini"),
+             "[inputs]\nbatch = 4\nlogits = file(empty_batch.h5, logits)\n"
+             "[forward]\nT = 2\n[solvers]\nuse = all\n[run]\ndevices = cpu\n");
+  const CliResult run = run_cli({"run", file("empty.ini"), "-o", file("o.h5")});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(contains(run.err, "holds no matrices")) << run.err;
+  expect_one_line(run);
+  EXPECT_EQ(extra_entries({"good.h5", "empty_batch.h5", "empty.ini"}), std::vector<std::string>{});
+}
+
 TEST_F(Hardening, StudyLargerThanMemoryLeavesNoLog) {
   write_text(file("big.ini"),
              "[inputs]\nn = 64\nbatch = 100000000000\nlogits = uniform(0, 4)\n[forward]\nT = 1\n"
