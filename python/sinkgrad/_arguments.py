@@ -69,7 +69,7 @@ def options_text(options):
         text = ("true" if value else "false") if isinstance(value, bool) else str(value)
         if not isinstance(key, str) or "," in key or "=" in key or "," in text or "\0" in text:
             raise ValueError(f"{WHERE}: option {key!r}={text!r} cannot be passed on "
-                             "(keys are names; neither may contain ',')")
+                             "(a key is a name without ',' or '='; a value has no ',')")
         parts.append(f"{key}={text}")
     return ",".join(parts)
 
@@ -84,8 +84,10 @@ def forward_convention(forward, eps):
         return forward, math.nan
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
         raise TypeError(f"{WHERE}: eps must be a number or None, got {type(eps).__name__}")
-    if not math.isfinite(eps) or eps < 0:
-        raise ValueError(f"{WHERE}: eps must be finite and >= 0, got {eps!r}")
+    # At most float32's largest, as the library takes it (a float32 forward converts eps).
+    if not math.isfinite(eps) or eps < 0 or eps > torch.finfo(torch.float32).max:
+        raise ValueError(f"{WHERE}: eps must be finite and >= 0, got {eps!r} (at most "
+                         f"float32's largest, {torch.finfo(torch.float32).max:.6g})")
     return forward, float(eps)
 
 

@@ -89,6 +89,20 @@ class OnFailure(unittest.TestCase):
         grad, _ = run(self.M, 5, self.G, backward="cg_corrected", on_failure="raise")
         self.assertTrue(torch.isfinite(grad).all())
 
+    def test_a_nan_forward_from_finite_logits_fails(self):
+        # mhc_triton with eps 0: |M| + 0 has a zero row, so the forward divides 0 by 0 and R is
+        # NaN from finite logits. Every backward reports the matrix as failed, its gradient NaN.
+        M = torch.zeros(1, 3, 3, dtype=torch.float64)
+        G = torch.arange(9.0, dtype=torch.float64).view(1, 3, 3)
+        for backward in ("unrolled", "auto", "cg_corrected", "cg_plain", "direct"):
+            grad, stats = run(M, 5, G, backward=backward, forward="mhc_triton", eps=0.0,
+                              on_failure="keep")
+            self.assertTrue(torch.isnan(grad).all(), backward)
+            self.assertIn(stats.status[0].item(), (2, 3), backward)  # breakdown, invalid_input
+            with self.assertRaises(sgt.SolveFailure, msg=backward):
+                run(M, 5, G, backward=backward, forward="mhc_triton", eps=0.0,
+                    on_failure="raise")
+
 
 class Errors(unittest.TestCase):
     def setUp(self):
@@ -110,6 +124,8 @@ class Errors(unittest.TestCase):
         self.check(TypeError, r"options must be a dict", self.M, 5, options="tolerance=1")
         self.check(ValueError, r"cannot be passed", self.M, 5, backward="cg_corrected",
                    options={"tolerance": "1e-6,max_iterations=3"})
+        self.check(ValueError, r"a key is a name without ',' or '='", self.M, 5,
+                   backward="cg_corrected", options={"tolerance=1e-3 max_iterations": "2"})
 
     def test_bad_tensors_and_arguments(self):
         self.check(TypeError, r"dtype torch.int64 are not supported", torch.ones(2, 3, 3,
@@ -132,6 +148,15 @@ class Errors(unittest.TestCase):
         self.check(ValueError, r"eps must be finite and >= 0, got -1e-06", self.M, 5,
                    forward="tilekernels", eps=-1e-6)
         self.check(TypeError, r"eps must be a number or None, got str", self.M, 5, eps="0")
+        # Above float32's largest: refused as every other bad eps, in a float64 layer too, and
+        # when the module is made, before any call.
+        self.check(ValueError, r"eps must be finite and >= 0, got 1e\+39 \(at most float32's "
+                   r"largest, 3.40282e\+38\)", self.M.double(), 5, forward="mhc_triton",
+                   eps=1e39)
+        with self.assertRaisesRegex(ValueError, r"eps must be finite and >= 0, got 1e\+39"):
+            sgt.Sinkhorn(5, forward="mhc_triton", eps=1e39)
+        self.assertEqual(sgt.sinkhorn(self.M, 5, forward="mhc_triton", eps=3.4e38).shape,
+                         self.M.shape)
 
 
 class StreamOrderedCAbi(unittest.TestCase):
