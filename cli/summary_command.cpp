@@ -12,7 +12,7 @@ namespace {
 int run_summary(const po::variables_map& values) {
   const std::string path = values["log"].as<std::string>();
   const bool csv = values.count("csv") != 0;
-  study::SummaryTable table = study::summarise_log(path, csv);
+  study::SummaryTable table = study::summarise_log(path);
   if (values.count("where")) {
     try {
       study::keep_rows_where(table, values["where"].as<std::vector<std::string>>(), path);
@@ -38,11 +38,13 @@ Command make_summary_command() {
       "and err_converged_* (median, p95, max over the batch of the per-matrix relative "
       "Frobenius error ||g - ref||_F / ||ref||_F); one count of matrices per solve status "
       "(ok, not_converged, breakdown, invalid_input, ill_conditioned, fallback); "
-      "iterations_mean, iterations_max; "
+      "iterations_mean, iterations_max, final_residual_max, saturated; "
       "solve_seconds (median of the timed solves of the whole batch) and wall_seconds (the "
       "whole run). Rows are sorted by logits, n, seed, precision, solver, options, device, T. "
       "The table rounds numbers to 3 digits; --csv writes every number with 17 significant "
-      "digits (it reads back to the logged value).\n"
+      "digits (it reads back to the logged value). --where compares numbers as the logged "
+      "values (within a relative 1e-12; inf matches inf, nan matches nan), with or without "
+      "--csv; option.NAME names a solver option.\n"
       "Example: sinkgrad summary headline.h5 --where solver=cg_plain --where T=20";
   command.add_options = [](po::options_description& options) {
     options.add_options()  //

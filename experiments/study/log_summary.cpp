@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
+#include <set>
 #include <tuple>
 
 #include "core/error.hpp"
@@ -18,10 +20,11 @@ namespace {
 // The options every row keeps for --where option.NAME, next to the visible columns.
 constexpr const char* option_prefix = "option.";
 
-std::string number(double value, bool exact) {
+// 17 significant digits: the text reads back to the logged double (aligned_text rounds).
+std::string number(double value, int digits = 17) {
   if (std::isnan(value)) return "nan";
   char text[40];
-  std::snprintf(text, sizeof text, exact ? "%.17g" : "%.3g", value);
+  std::snprintf(text, sizeof text, "%.*g", digits, value);
   return text;
 }
 
@@ -40,13 +43,23 @@ bool has_column(const SummaryTable& table, const std::string& name, std::size_t*
   return true;
 }
 
+// The whole text as a number, or nothing.
+std::optional<double> parsed_number(const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0') return std::nullopt;
+  return value;
+}
+
+// Numbers compare as the logged values they are: equal within a relative 1e-12 when finite,
+// infinities only with themselves, nan with nan. Text that is not a number compares as text.
 bool same_value(const std::string& cell, const std::string& wanted, bool numeric) {
   if (!numeric) return cell == wanted;
-  char* end = nullptr;
-  const double a = std::strtod(cell.c_str(), nullptr);
-  const double b = std::strtod(wanted.c_str(), &end);
-  if (end == wanted.c_str() || *end != '\0') return cell == wanted;
-  return a == b || std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
+  const std::optional<double> a = parsed_number(cell), b = parsed_number(wanted);
+  if (!a || !b) return cell == wanted;
+  if (std::isnan(*a) || std::isnan(*b)) return std::isnan(*a) && std::isnan(*b);
+  if (!std::isfinite(*a) || !std::isfinite(*b)) return *a == *b;
+  return *a == *b || std::abs(*a - *b) <= 1e-12 * std::max(std::abs(*a), std::abs(*b));
 }
 
 std::string csv_field(const std::string& text) {
@@ -58,17 +71,19 @@ std::string csv_field(const std::string& text) {
 
 }  // namespace
 
-SummaryTable summarise_log(const std::string& path, bool exact) {
+SummaryTable summarise_log(const std::string& path) {
   const h5::File log = h5::File::open(path);
   if (!h5::has_attribute(log, "schema") || h5::read_string_attribute(log, "schema") != log_schema)
     throw Error("'" + path + "' is not a sinkgrad study log (no attribute schema = " + log_schema +
                 ")");
   std::vector<std::string> statuses;
   SummaryTable table;
-  const auto add = [&](const std::string& name, const std::string& unit, bool numeric) {
+  const auto add = [&](const std::string& name, const std::string& unit, bool numeric,
+                       bool real = false) {
     table.columns.push_back(name);
     table.units.push_back(unit);
     table.numeric.push_back(numeric);
+    table.real.push_back(real);
   };
   for (const char* name :
        {"logits", "n", "batch", "seed", "precision", "solver", "options", "device", "T"})
@@ -77,7 +92,7 @@ SummaryTable summarise_log(const std::string& path, bool exact) {
             std::string(name) == "T");
   for (const char* reference : {"unrolled", "converged"})
     for (const char* statistic : {"median", "p95", "max"})
-      add(std::string("err_") + reference + "_" + statistic, "relative", true);
+      add(std::string("err_") + reference + "_" + statistic, "relative", true, true);
 
   std::vector<Row> rows;
   const h5::Group runs = log.open_group("runs");
@@ -107,7 +122,7 @@ SummaryTable summarise_log(const std::string& path, bool exact) {
     for (const char* group : {"error_vs_unrolled", "error_vs_converged"}) {
       const h5::Group metrics = run.open_group(group);
       for (const char* statistic : {"frobenius_median", "frobenius_p95", "frobenius_max"})
-        row.cells.push_back(number(h5::read_double_attribute(metrics, statistic), exact));
+        row.cells.push_back(number(h5::read_double_attribute(metrics, statistic)));
     }
     // Status counts, one column per status name the log lists.
     const std::vector<std::int64_t> counts = h5::read_int_array_attribute(run, "status_counts");
@@ -122,17 +137,17 @@ SummaryTable summarise_log(const std::string& path, bool exact) {
     if (names != statuses || counts.size() != names.size())
       throw Error("'" + path + "': run " + id + " lists other status names than the first run");
     for (const std::int64_t count : counts) row.cells.push_back(std::to_string(count));
-    row.cells.push_back(number(h5::read_double_attribute(run, "iterations_mean"), exact));
+    row.cells.push_back(number(h5::read_double_attribute(run, "iterations_mean")));
     row.cells.push_back(std::to_string(h5::read_int_attribute(run, "iterations_max")));
     // The solve's diagnostics (schema_version 3; a log of version 2 has none: nan).
     row.cells.push_back(h5::has_attribute(run, "final_residual_max")
-                            ? number(h5::read_double_attribute(run, "final_residual_max"), exact)
+                            ? number(h5::read_double_attribute(run, "final_residual_max"))
                             : "nan");
     row.cells.push_back(h5::has_attribute(run, "saturated_matrices")
                             ? std::to_string(h5::read_int_attribute(run, "saturated_matrices"))
                             : "nan");
-    row.cells.push_back(number(h5::read_double_attribute(run, "solve_seconds"), exact));
-    row.cells.push_back(number(h5::read_double_attribute(run, "wall_seconds"), exact));
+    row.cells.push_back(number(h5::read_double_attribute(run, "solve_seconds")));
+    row.cells.push_back(number(h5::read_double_attribute(run, "wall_seconds")));
     for (const std::string& attribute : h5::attribute_names(run))
       if (attribute.rfind(option_prefix, 0) == 0)
         row.options[attribute] = h5::read_string_attribute(run, attribute);
@@ -142,12 +157,12 @@ SummaryTable summarise_log(const std::string& path, bool exact) {
     for (int code = 0; code < status_count; ++code)
       statuses.emplace_back(to_string(static_cast<SolveStatus>(code)));
   for (const std::string& status : statuses) add(status, "matrices", true);
-  add("iterations_mean", "", true);
+  add("iterations_mean", "", true, true);
   add("iterations_max", "", true);
-  add("final_residual_max", "relative", true);
+  add("final_residual_max", "relative", true, true);
   add("saturated", "matrices", true);
-  add("solve_seconds", "s", true);
-  add("wall_seconds", "s", true);
+  add("solve_seconds", "s", true, true);
+  add("wall_seconds", "s", true, true);
 
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.order < b.order; });
   for (const Row& row : rows) {
@@ -159,11 +174,22 @@ SummaryTable summarise_log(const std::string& path, bool exact) {
 
 void keep_rows_where(SummaryTable& table, const std::vector<std::string>& conditions,
                      const std::string& path) {
+  std::set<std::string> options;  // every option.NAME of the log's runs
+  for (const auto& row : table.row_options)
+    for (const auto& [name, value] : row) options.insert(name);
   for (const std::string& condition : conditions) {
     const auto equals = condition.find('=');
     const std::string key = condition.substr(0, equals);
     std::size_t column = 0;
     const bool is_column = equals != std::string::npos && has_column(table, key, &column);
+    if (!is_column && equals != std::string::npos && key.rfind(option_prefix, 0) == 0 &&
+        options.count(key) == 0) {
+      std::string names;
+      for (const std::string& name : options) names += (names.empty() ? "" : ", ") + name;
+      throw Error("--where '" + condition + "': no run in '" + path + "' has the option '" +
+                  key.substr(std::string(option_prefix).size()) + "'" +
+                  (names.empty() ? std::string(" (no run has options)") : "; options: " + names));
+    }
     if (!is_column && (equals == std::string::npos || key.rfind(option_prefix, 0) != 0)) {
       std::string names;
       for (const std::string& name : table.columns) names += (names.empty() ? "" : ", ") + name;
@@ -180,7 +206,7 @@ void keep_rows_where(SummaryTable& table, const std::vector<std::string>& condit
         match = same_value(table.rows[r][column], wanted, table.numeric[column]);
       } else {
         const auto found = table.row_options[r].find(key);
-        match = found != table.row_options[r].end() && found->second == wanted;
+        match = found != table.row_options[r].end() && same_value(found->second, wanted, true);
       }
       if (!match) continue;
       if (kept != r) {  // a self-move would empty the row
@@ -208,7 +234,11 @@ std::string csv_text(const SummaryTable& table) {
   return text;
 }
 
-std::string aligned_text(const SummaryTable& table) {
+std::string aligned_text(SummaryTable table) {
+  for (auto& row : table.rows)  // the real-valued columns to 3 significant digits
+    for (std::size_t c = 0; c < row.size(); ++c)
+      if (table.real[c])
+        if (const std::optional<double> value = parsed_number(row[c])) row[c] = number(*value, 3);
   std::vector<std::size_t> width(table.columns.size());
   for (std::size_t c = 0; c < table.columns.size(); ++c) {
     width[c] = table.columns[c].size();

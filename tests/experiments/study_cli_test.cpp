@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -267,6 +268,38 @@ TEST(StudySummary, CsvRowsMatchTheLogAndTheTableIsAligned) {
   const auto unknown = run_cli({"summary", log, "--where", "colour=red"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_TRUE(contains(unknown.err, "no column 'colour'")) << unknown.err;
+  // Numbers compare as the logged values, not as printed: inf matches no finite value, nan the
+  // runs printed nan, and a logged value selects the same runs in the table and in the CSV.
+  const auto lines_of = [](const std::string& text) {
+    return std::count(text.begin(), text.end(), '\n');
+  };
+  const auto infinite = run_cli({"summary", log, "--csv", "--where", "T=inf"});
+  ASSERT_EQ(infinite.exit_code, 0) << infinite.err;
+  EXPECT_EQ(lines_of(infinite.out), 1) << infinite.out;
+  long nan_runs = 0;
+  double logged = 0;
+  for (const auto& [key, group] : runs) {
+    nan_runs += std::isnan(h5::read_double_attribute(group, "final_residual_max")) ? 1 : 0;
+    const double median =
+        h5::read_double_attribute(group.open_group("error_vs_converged"), "frobenius_median");
+    if (logged == 0 && median > 0) logged = median;
+  }
+  ASSERT_GT(nan_runs, 0) << "the study should hold a solver without a residual";
+  ASSERT_GT(logged, 0);
+  const auto nan = run_cli({"summary", log, "--csv", "--where", "final_residual_max=nan"});
+  EXPECT_EQ(lines_of(nan.out), 1 + nan_runs) << nan.out;
+  char text[64];
+  std::snprintf(text, sizeof text, "err_converged_median=%.17g", logged);
+  const auto in_csv = run_cli({"summary", log, "--csv", "--where", text});
+  const auto in_table = run_cli({"summary", log, "--where", text});
+  EXPECT_GE(lines_of(in_csv.out), 2) << in_csv.out;
+  EXPECT_EQ(lines_of(in_table.out), lines_of(in_csv.out)) << in_table.out;
+  // Options compare alike; one that no run has is refused.
+  const auto project = run_cli({"summary", log, "--csv", "--where", "option.project=true"});
+  EXPECT_GE(lines_of(project.out), 2) << project.out;
+  const auto bogus = run_cli({"summary", log, "--where", "option.bogus=1"});
+  EXPECT_EQ(bogus.exit_code, 2);
+  EXPECT_TRUE(contains(bogus.err, "has the option 'bogus'")) << bogus.err;
   const auto not_a_log = run_cli({"summary", dir.file("tiny.ini")});
   EXPECT_EQ(not_a_log.exit_code, 1);
   EXPECT_TRUE(contains(not_a_log.err, "tiny.ini")) << not_a_log.err;
