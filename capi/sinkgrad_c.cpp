@@ -3,6 +3,7 @@
 
 #include "sinkgrad/sinkgrad_c.h"
 
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -114,7 +115,9 @@ int checked_solve(const char* function, const char* solver, const char* options,
     const ForwardSpec spec = spec_of(convention, eps);
     const bool replace = replace_flag(replace_code);
     if (solver == nullptr) throw Error("solver is NULL");
-    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
+    const std::shared_ptr<const BackwardSolver> held =
+        cached_solver(solver, parse_options(options));
+    const BackwardSolver& s = *held;
     const Device on = stream_ordered ? Device::cuda : device_of(device);
     check_dtype(dtype);
     check_solve_arguments(batch, n, T, R, G, grad, status, iterations);
@@ -139,28 +142,29 @@ const char* sinkgrad_last_error(void) {
 
 int sinkgrad_forward(int device, int dtype, int64_t batch, int n, int T, const void* logits,
                      void* R) {
-  return sinkgrad_forward_convention(device, dtype, batch, n, T, nullptr, 0.0, logits, R);
+  return checked_forward("sinkgrad_forward", device, false, dtype, batch, n, T, nullptr, 0.0,
+                         logits, R, nullptr);
 }
 
 int sinkgrad_forward_convention(int device, int dtype, int64_t batch, int n, int T,
                                 const char* convention, double eps, const void* logits, void* R) {
-  return checked_forward("sinkgrad_forward", device, false, dtype, batch, n, T, convention, eps,
-                         logits, R, nullptr);
+  return checked_forward("sinkgrad_forward_convention", device, false, dtype, batch, n, T,
+                         convention, eps, logits, R, nullptr);
 }
 
 int sinkgrad_solve(const char* solver, const char* options, int device, int dtype, int64_t batch,
                    int n, int T, const void* logits, const void* R, const void* G, void* grad,
                    int32_t* status, int32_t* iterations) {
-  return sinkgrad_solve_convention(solver, options, device, dtype, batch, n, T, nullptr, 0.0,
-                                   logits, R, G, grad, status, iterations);
+  return checked_solve("sinkgrad_solve", solver, options, device, false, dtype, batch, n, T,
+                       nullptr, 0.0, logits, R, G, grad, status, iterations, {}, nullptr);
 }
 
 int sinkgrad_solve_convention(const char* solver, const char* options, int device, int dtype,
                               int64_t batch, int n, int T, const char* convention, double eps,
                               const void* logits, const void* R, const void* G, void* grad,
                               int32_t* status, int32_t* iterations) {
-  return checked_solve("sinkgrad_solve", solver, options, device, false, dtype, batch, n, T,
-                       convention, eps, logits, R, G, grad, status, iterations, {}, nullptr);
+  return checked_solve("sinkgrad_solve_convention", solver, options, device, false, dtype, batch, n,
+                       T, convention, eps, logits, R, G, grad, status, iterations, {}, nullptr);
 }
 
 int sinkgrad_solve_diagnosed(const char* solver, const char* options, int device, int dtype,
@@ -210,35 +214,38 @@ int sinkgrad_backward_async(const char* solver, const char* options, int dtype, 
 
 int sinkgrad_forward_async(int dtype, int64_t batch, int n, int T, const void* logits, void* R,
                            void* stream) {
-  return sinkgrad_forward_convention_async(dtype, batch, n, T, nullptr, 0.0, logits, R, stream);
+  return checked_forward("sinkgrad_forward_async", 0, true, dtype, batch, n, T, nullptr, 0.0,
+                         logits, R, stream);
 }
 
 int sinkgrad_forward_convention_async(int dtype, int64_t batch, int n, int T,
                                       const char* convention, double eps, const void* logits,
                                       void* R, void* stream) {
-  return checked_forward("sinkgrad_forward_async", 0, true, dtype, batch, n, T, convention, eps,
-                         logits, R, stream);
+  return checked_forward("sinkgrad_forward_convention_async", 0, true, dtype, batch, n, T,
+                         convention, eps, logits, R, stream);
 }
 
 int sinkgrad_solve_async(const char* solver, const char* options, int dtype, int64_t batch, int n,
                          int T, const void* logits, const void* R, const void* G, void* grad,
                          int32_t* status, int32_t* iterations, void* stream) {
-  return sinkgrad_solve_convention_async(solver, options, dtype, batch, n, T, nullptr, 0.0, logits,
-                                         R, G, grad, status, iterations, stream);
+  return checked_solve("sinkgrad_solve_async", solver, options, 0, true, dtype, batch, n, T,
+                       nullptr, 0.0, logits, R, G, grad, status, iterations, {}, stream);
 }
 
 int sinkgrad_solve_convention_async(const char* solver, const char* options, int dtype,
                                     int64_t batch, int n, int T, const char* convention, double eps,
                                     const void* logits, const void* R, const void* G, void* grad,
                                     int32_t* status, int32_t* iterations, void* stream) {
-  return checked_solve("sinkgrad_solve_async", solver, options, 0, true, dtype, batch, n, T,
-                       convention, eps, logits, R, G, grad, status, iterations, {}, stream);
+  return checked_solve("sinkgrad_solve_convention_async", solver, options, 0, true, dtype, batch, n,
+                       T, convention, eps, logits, R, G, grad, status, iterations, {}, stream);
 }
 
 int sinkgrad_check_solver(const char* solver, const char* options, int device, int dtype) {
   return guarded("sinkgrad_check_solver", [&] {
     if (solver == nullptr) throw Error("solver is NULL");
-    const BackwardSolver& s = *cached_solver(solver, parse_options(options));
+    const std::shared_ptr<const BackwardSolver> held =
+        cached_solver(solver, parse_options(options));
+    const BackwardSolver& s = *held;
     const Device on = device_of(device);
     check_dtype(dtype);
     const Precision precision =

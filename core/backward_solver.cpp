@@ -1,6 +1,8 @@
 #include "core/backward_solver.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +30,48 @@ template <class Real>
 bool all_in(MemorySpace space, const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
   return p.forward_output.space == space && p.grad_output.space == space &&
          (p.logits.data == nullptr || p.logits.space == space) && r.grad_logits.space == space;
+}
+
+// The bytes of an array of count T's, for the overlap test (as addresses: device pointers too).
+struct Span {
+  std::uintptr_t begin, end;
+  const char* what;
+};
+
+template <class T>
+Span span_of(const char* what, const T* data, index_t count) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  return {begin, data == nullptr ? begin : begin + static_cast<std::uintptr_t>(count) * sizeof(T),
+          what};
+}
+
+// Every output apart from every input and from the other outputs: a solver still reads R, G
+// and M while it writes dL/dM, status and iterations (in place, a CPU solve overwrote the G it
+// had yet to read and reported valid matrices as invalid_input), so overlap is refused.
+template <class Real>
+void check_outputs_apart(const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
+  const index_t batch = p.forward_output.batch;
+  const index_t entries = batch * index_t(p.forward_output.n) * p.forward_output.n;
+  const Span inputs[] = {span_of("forward_output (R)", p.forward_output.data, entries),
+                         span_of("grad_output (G)", p.grad_output.data, entries),
+                         span_of("logits (M)", p.logits.data, entries)};
+  const Span outputs[] = {span_of("grad_logits", r.grad_logits.data, entries),
+                          span_of("status", r.status, batch),
+                          span_of("iterations", r.iterations, batch)};
+  const auto overlap = [](const Span& a, const Span& b) {
+    return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
+  };
+  for (std::size_t o = 0; o < std::size(outputs); ++o) {
+    for (const Span& other : inputs)
+      if (overlap(outputs[o], other))
+        throw Error(std::string(outputs[o].what) + " overlaps " + other.what +
+                    ": every output needs memory of its own (a solver reads its inputs while it "
+                    "writes)");
+    for (std::size_t q = o + 1; q < std::size(outputs); ++q)
+      if (overlap(outputs[o], outputs[q]))
+        throw Error(std::string(outputs[o].what) + " overlaps " + outputs[q].what +
+                    ": every output needs memory of its own");
+  }
 }
 
 // The solver-independent diagnostics of a host batch, OpenMP over the batch.
@@ -161,11 +205,7 @@ void BackwardSolver::checked_solve(const BackwardProblem<Real>& problem,
     throw Error("residual_history rows need " + std::to_string(history_length(ref.n, precision)) +
                 " entries for n = " + std::to_string(ref.n));
 
-  // A solver forms each iterate's gradient in grad_logits while it still reads R and G.
-  if (result.iterates != nullptr && reports_iterates(device) &&
-      (static_cast<const void*>(result.grad_logits.data) == problem.forward_output.data ||
-       static_cast<const void*>(result.grad_logits.data) == problem.grad_output.data))
-    throw Error("a solve that reports its iterates needs grad_logits apart from R and G");
+  check_outputs_apart(problem, result);
 
   if (info_.needs_logits && problem.logits.data == nullptr)
     throw Error("solver '" + name() + "' replays the forward and needs the logits");

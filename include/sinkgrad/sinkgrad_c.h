@@ -78,8 +78,10 @@ SINKGRAD_C_API int sinkgrad_solve_async(const char* solver, const char* options,
                                         int32_t* iterations, void* stream);
 
 /* Creates (and keeps) the solver as sinkgrad_solve would and checks that it runs on `device`
- * in `dtype`: an unknown name, a bad option or an unsupported device or precision is an error
- * with the registry's message, before any data is touched. */
+ * in `dtype`: an unknown name, a bad option or a device or precision the solver has no variant
+ * for in this build is an error with the registry's message, before any data is touched.
+ * Whether a GPU is present is checked by the call that uses it (sinkgrad_has_cuda says only
+ * whether the library was built with CUDA). */
 SINKGRAD_C_API int sinkgrad_check_solver(const char* solver, const char* options, int device,
                                          int dtype);
 

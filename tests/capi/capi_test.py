@@ -4,6 +4,7 @@ options reaching the solver, and errors coming back as codes with the library's 
 
     python3 capi_test.py path/to/libsinkgrad_c.so
 """
+import ctypes
 import os
 import sys
 import unittest
@@ -137,6 +138,46 @@ class ThroughTheCAbi(unittest.TestCase):
                                        G.ctypes.data, grad.ctypes.data, None, None)
         self.assertNotEqual(code, 0)
         self.assertIn("unknown solver 'nope' (available: ", LIB.last_error())
+
+    def test_outputs_that_overlap_inputs_are_refused(self):
+        # A solver reads R, G and M while it writes: in place, a CPU solve once overwrote the G
+        # it had yet to read and reported valid matrices as invalid_input.
+        M, R, G = inputs(2, 4, 3, seed=10)
+        solve = LIB._lib.sinkgrad_solve  # 64-bit pointers: the binding declares only _convention
+        p = ctypes.c_void_p
+        solve.restype = ctypes.c_int
+        solve.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int64, ctypes.c_int, ctypes.c_int, p, p, p, p, p, p]
+        status = np.full(2, -1, dtype=np.int32)
+        iterations = np.empty(2, dtype=np.int32)
+        for solver in ("unrolled", "cg_corrected", "direct"):
+            for name, grad in (("grad_output (G)", G), ("forward_output (R)", R),
+                               ("logits (M)", M)):
+                before = grad.copy()
+                code = solve(solver.encode(), None, CPU, 8, 2, 4, 3, M.ctypes.data,
+                             R.ctypes.data, G.ctypes.data, grad.ctypes.data,
+                             status.ctypes.data, iterations.ctypes.data)
+                self.assertNotEqual(code, 0, (solver, name))
+                self.assertIn(f"sinkgrad_solve: grad_logits overlaps {name}", LIB.last_error())
+                self.assertTrue(np.array_equal(grad, before))  # refused before anything ran
+            self.assertTrue(np.all(status == -1))
+        # status inside the gradient's memory: outputs must not overlap each other either.
+        grad = np.empty_like(R)
+        code = solve(b"unrolled", None, CPU, 8, 2, 4, 3, M.ctypes.data, R.ctypes.data,
+                     G.ctypes.data, grad.ctypes.data, grad.ctypes.data + 8,
+                     iterations.ctypes.data)
+        self.assertNotEqual(code, 0)
+        self.assertIn("grad_logits overlaps status", LIB.last_error())
+
+    def test_many_option_sets_keep_solving(self):
+        # The kept solvers are bounded (older ones dropped past 256): solving goes on, with the
+        # same gradient from a solver made again.
+        M, R, G = inputs(2, 4, 3, seed=11)
+        first = LIB.solve_numpy("cg_corrected", "tolerance=1e-9", M, R, G, 3)
+        for k in range(300):
+            LIB.check_solver("cg_corrected", f"tolerance={1e-9 * (1 + k * 1e-6)!r}", CPU, 8)
+        again = LIB.solve_numpy("cg_corrected", "tolerance=1e-9", M, R, G, 3)
+        self.assertTrue(np.array_equal(first[0], again[0]))
 
     def backward(self, solver, options, M, R, G, T, replace):
         grad = np.full_like(R, 7.0)  # a value no gradient here has: what was not written

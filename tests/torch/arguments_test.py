@@ -137,7 +137,8 @@ class BindingIntegers(unittest.TestCase):
                                     r"4294967296"):
             lib.check_solver("unrolled", "", 2**32, 8)  # would be 0, the cpu, through ctypes
         # Values that fit are the library's to judge, with its messages.
-        with self.assertRaisesRegex(sgt.SinkgradError, r"sinkgrad_forward: T must be >= 1, got 0"):
+        with self.assertRaisesRegex(sgt.SinkgradError,
+                                    r"sinkgrad_forward_convention: T must be >= 1, got 0"):
             lib.forward(_capi.CPU, 8, 1, 1, 0, M.data_ptr(), M.data_ptr())
 
 

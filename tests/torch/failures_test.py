@@ -165,9 +165,11 @@ class StreamOrderedCAbi(unittest.TestCase):
     def test_errors(self):
         from sinkgrad._capi import library
         lib = library()
-        with self.assertRaisesRegex(sgt.SinkgradError, r"sinkgrad_forward_async: logits is NULL"):
+        with self.assertRaisesRegex(sgt.SinkgradError,
+                                    r"sinkgrad_forward_convention_async: logits is NULL"):
             lib.forward_async(4, 1, 4, 3, 0, 0, None)
-        with self.assertRaisesRegex(sgt.SinkgradError, r"sinkgrad_solve_async: unknown solver"):
+        with self.assertRaisesRegex(sgt.SinkgradError,
+                                    r"sinkgrad_solve_convention_async: unknown solver"):
             lib.solve_async("nope", "", 8, 1, 4, 3, 0, 0, 0, 0, 0, 0, None)
         with self.assertRaisesRegex(sgt.SinkgradError, r"dtype must be 4 .* or 8"):
             lib.solve_async("unrolled", "", 2, 1, 4, 3, 0, 0, 0, 0, 0, 0, None)
