@@ -79,18 +79,22 @@ void load_plugin_path() {
   if (!refusal.empty()) throw Error(refusal);
 }
 
-const BackwardSolver* cached_solver(const std::string& name,
-                                    const std::map<std::string, std::string>& options) {
+std::shared_ptr<const BackwardSolver> cached_solver(
+    const std::string& name, const std::map<std::string, std::string>& options) {
   load_plugin_path();
   using Key = std::pair<std::string, std::map<std::string, std::string>>;
-  static auto* cache = new std::map<Key, std::unique_ptr<BackwardSolver>>;
+  // Never destroyed, like the registry: no exit-time order between the two.
+  static auto* cache = new std::map<Key, std::shared_ptr<const BackwardSolver>>;
   static std::mutex mutex;
   const std::lock_guard lock(mutex);
   Key key{name, options};
   auto it = cache->find(key);
-  if (it == cache->end())
-    it = cache->emplace(std::move(key), SolverRegistry::global().create(name, options)).first;
-  return it->second.get();
+  if (it == cache->end()) {
+    std::shared_ptr<const BackwardSolver> solver = SolverRegistry::global().create(name, options);
+    if (cache->size() >= solver_cache_capacity) cache->erase(cache->begin());
+    it = cache->emplace(std::move(key), std::move(solver)).first;
+  }
+  return it->second;
 }
 
 void check_solve_arguments(std::int64_t batch, int n, int T, const void* R, const void* G,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <exception>
 #include <map>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -71,11 +72,13 @@ std::map<std::string, std::string> parse_options(const char* text);
 // refuses every command then, rather than a solver going missing without a word.
 void load_plugin_path();
 
-// Solvers by (name, options), created on first use and kept until exit (never destroyed, like
-// the registry), so that repeated calls from a timing loop skip creation. Never null (a pointer,
-// not a reference: GCC 13 takes a reference returned from temporary arguments for a dangling one).
-const BackwardSolver* cached_solver(const std::string& name,
-                                    const std::map<std::string, std::string>& options);
+// Solvers by (name, options), created on first use and kept, so that repeated calls from a
+// timing loop skip creation. At most solver_cache_capacity are kept: past it an older one is
+// dropped (a caller's shared_ptr keeps it alive through its call), so a caller that sweeps an
+// option through many values does not grow the process without bound. Never null.
+inline constexpr std::size_t solver_cache_capacity = 256;
+std::shared_ptr<const BackwardSolver> cached_solver(
+    const std::string& name, const std::map<std::string, std::string>& options);
 
 // The forward of a convention (null: columns_first) with eps (make_forward_spec checks both).
 ForwardSpec spec_of(const char* convention, double eps);
