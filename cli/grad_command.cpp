@@ -160,6 +160,8 @@ Command make_grad_command() {
       "'R' and 'grad_logits' (B, n, n) in --dtype, 'status' and 'iterations' (B) int32, "
       "'column_violation' (B) in --dtype = max |sum - 1| over the marginal the forward's last "
       "step leaves inexact (columns where the first step normalises columns, else rows); "
+      "the solve's diagnostics (B) under 'diagnostics/': row_violation, column_violation, "
+      "relative_residual (CG's final ||r|| / ||b||) and zero_entries (int32); "
       "attributes solver, options, T, forward, eps, dtype, device, sinkgrad_version, input, "
       "status_codes.\n\n"
       "Status codes: 0 ok, 1 not_converged (CG stopped at max_iterations; its last iterate is "

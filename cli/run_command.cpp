@@ -134,7 +134,8 @@ Command make_run_command() {
       "gradients; writes an HDF5 log.";
   command.usage =
       "DEFINITION.ini [SECTION.KEY=VALUE ...] [--output LOG.h5] [--resume] "
-      "[--device cpu|cuda|default ...] [--quiet]";
+      "[--device cpu|cuda|default ...] [--max-runs K] [--stop-on-error] [--quiet] "
+      "[--threads N] [--plugin PATH]";
   command.description =
       "The definition format and the log's schema are in docs/experiments.md. Any key of the "
       "definition can be replaced on the command line, lists included: 'sinkgrad run "
