@@ -45,9 +45,10 @@ Span span_of(const char* what, const T* data, index_t count) {
           what};
 }
 
-// Every output apart from every input and from the other outputs: a solver still reads R, G
-// and M while it writes dL/dM, status and iterations (in place, a CPU solve overwrote the G it
-// had yet to read and reported valid matrices as invalid_input), so overlap is refused.
+// Every output (the gradient, status, iterations, the history and the diagnostics, which are
+// written before the solve) apart from every input and from the other outputs: a solver still
+// reads R, G and M while it writes (in place, a CPU solve overwrote the G it had yet to read and
+// reported valid matrices as invalid_input), so overlap is refused.
 template <class Real>
 void check_outputs_apart(const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
   const index_t batch = p.forward_output.batch;
@@ -55,9 +56,16 @@ void check_outputs_apart(const BackwardProblem<Real>& p, const BackwardResult<Re
   const Span inputs[] = {span_of("forward_output (R)", p.forward_output.data, entries),
                          span_of("grad_output (G)", p.grad_output.data, entries),
                          span_of("logits (M)", p.logits.data, entries)};
-  const Span outputs[] = {span_of("grad_logits", r.grad_logits.data, entries),
-                          span_of("status", r.status, batch),
-                          span_of("iterations", r.iterations, batch)};
+  const SolveDiagnostics<Real>& d = r.diagnostics;
+  const Span outputs[] = {
+      span_of("grad_logits", r.grad_logits.data, entries),
+      span_of("status", r.status, batch),
+      span_of("iterations", r.iterations, batch),
+      span_of("residual_history", r.residual_history, batch * index_t(r.history_stride)),
+      span_of("row_violation", d.row_violation, batch),
+      span_of("column_violation", d.column_violation, batch),
+      span_of("relative_residual", d.relative_residual, batch),
+      span_of("zero_entries", d.zero_entries, batch)};
   const auto overlap = [](const Span& a, const Span& b) {
     return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
   };

@@ -168,6 +168,16 @@ class ThroughTheCAbi(unittest.TestCase):
                      iterations.ctypes.data)
         self.assertNotEqual(code, 0)
         self.assertIn("grad_logits overlaps status", LIB.last_error())
+        # The diagnostics are outputs too, written before the solve: over R they would change
+        # the matrices the solver reads.
+        grad = np.empty_like(R)
+        for position, name in ((0, "row_violation"), (2, "relative_residual")):
+            diagnostics = [None, None, None, None]
+            diagnostics[position] = R.ctypes.data
+            with self.assertRaisesRegex(SinkgradError, f"{name} overlaps forward_output"):
+                LIB.backward("cg_corrected", "", CPU, 8, 2, 4, 3, M.ctypes.data, R.ctypes.data,
+                             G.ctypes.data, grad.ctypes.data, status.ctypes.data,
+                             iterations.ctypes.data, tuple(diagnostics), 0)
 
     def test_many_option_sets_keep_solving(self):
         # The kept solvers are bounded (older ones dropped past 256): solving goes on, with the
