@@ -1,6 +1,7 @@
 #include "capi/c_arguments.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -83,18 +84,27 @@ std::shared_ptr<const BackwardSolver> cached_solver(
     const std::string& name, const std::map<std::string, std::string>& options) {
   load_plugin_path();
   using Key = std::pair<std::string, std::map<std::string, std::string>>;
+  struct Kept {
+    std::shared_ptr<const BackwardSolver> solver;
+    std::uint64_t last_use;
+  };
   // Never destroyed, like the registry: no exit-time order between the two.
-  static auto* cache = new std::map<Key, std::shared_ptr<const BackwardSolver>>;
+  static auto* cache = new std::map<Key, Kept>;
+  static std::uint64_t clock = 0;
   static std::mutex mutex;
   const std::lock_guard lock(mutex);
   Key key{name, options};
   auto it = cache->find(key);
   if (it == cache->end()) {
     std::shared_ptr<const BackwardSolver> solver = SolverRegistry::global().create(name, options);
-    if (cache->size() >= solver_cache_capacity) cache->erase(cache->begin());
-    it = cache->emplace(std::move(key), std::move(solver)).first;
+    if (cache->size() >= solver_cache_capacity)  // the least recently used goes
+      cache->erase(std::min_element(cache->begin(), cache->end(), [](const auto& a, const auto& b) {
+        return a.second.last_use < b.second.last_use;
+      }));
+    it = cache->emplace(std::move(key), Kept{std::move(solver), 0}).first;
   }
-  return it->second;
+  it->second.last_use = ++clock;
+  return it->second.solver;
 }
 
 void check_solve_arguments(std::int64_t batch, int n, int T, const void* R, const void* G,

@@ -73,9 +73,9 @@ std::map<std::string, std::string> parse_options(const char* text);
 void load_plugin_path();
 
 // Solvers by (name, options), created on first use and kept, so that repeated calls from a
-// timing loop skip creation. At most solver_cache_capacity are kept: past it an older one is
-// dropped (a caller's shared_ptr keeps it alive through its call), so a caller that sweeps an
-// option through many values does not grow the process without bound. Never null.
+// timing loop skip creation. At most solver_cache_capacity are kept: past it the least recently
+// used one is dropped (a caller's shared_ptr keeps it alive through its call), so a caller that
+// sweeps an option through many values does not grow the process without bound. Never null.
 inline constexpr std::size_t solver_cache_capacity = 256;
 std::shared_ptr<const BackwardSolver> cached_solver(
     const std::string& name, const std::map<std::string, std::string>& options);
