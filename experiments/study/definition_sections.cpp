@@ -109,7 +109,10 @@ LogitSource parse_logit_source(const Reader& reader, const std::string& key,
       const h5::File file = h5::File::open(source.path);
       // Checked before the dataset is opened, which may follow a link into another file.
       source.linked = h5::linked_files(file, {source.dataset});
-      (void)h5::inspect_batch(file, source.dataset);
+      const h5::BatchInfo info = h5::inspect_batch(file, source.dataset);
+      if (info.batch == 0)
+        throw Error("the dataset holds no matrices (shape (0, " + std::to_string(info.n) + ", " +
+                    std::to_string(info.n) + "))");
     } catch (const Error& error) {
       reader.fail(key, "'" + item + "': " + error.what());
     }

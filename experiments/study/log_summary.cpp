@@ -1,6 +1,7 @@
 #include "experiments/study/log_summary.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -51,10 +52,29 @@ std::optional<double> parsed_number(const std::string& text) {
   return value;
 }
 
-// Numbers compare as the logged values they are: equal within a relative 1e-12 when finite,
-// infinities only with themselves, nan with nan. Text that is not a number compares as text.
-bool same_value(const std::string& cell, const std::string& wanted, bool numeric) {
+// The whole text as an integer, or nothing.
+std::optional<long long> parsed_integer(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || errno == ERANGE) return std::nullopt;
+  return value;
+}
+
+// Numbers compare as the logged values they are. Integers (n, T, seed, counts) exactly: "4.0"
+// matches 4, no tolerance lets one seed stand for its neighbour. Reals equal within a relative
+// 1e-12 when finite, infinities only with themselves, nan with nan. Text that is not a number
+// compares as text.
+bool same_value(const std::string& cell, const std::string& wanted, bool numeric, bool real) {
   if (!numeric) return cell == wanted;
+  if (!real) {
+    if (const std::optional<long long> a = parsed_integer(cell)) {
+      if (const std::optional<long long> b = parsed_integer(wanted)) return *a == *b;
+      const std::optional<double> w = parsed_number(wanted);
+      return w && std::isfinite(*w) && *w == std::floor(*w) && std::abs(*w) < 0x1p53 &&
+             static_cast<long long>(*w) == *a;
+    }
+  }
   const std::optional<double> a = parsed_number(cell), b = parsed_number(wanted);
   if (!a || !b) return cell == wanted;
   if (std::isnan(*a) || std::isnan(*b)) return std::isnan(*a) && std::isnan(*b);
@@ -198,15 +218,22 @@ void keep_rows_where(SummaryTable& table, const std::vector<std::string>& condit
                                                : "no column '" + key + "' in '" + path + "'") +
                   "; columns: " + names + ", option.NAME");
     }
-    const std::string wanted = condition.substr(equals + 1);
+    // Blanks around the value do not count; an empty value is no condition.
+    std::string wanted = condition.substr(equals + 1);
+    wanted.erase(0, wanted.find_first_not_of(" \t"));
+    wanted.erase(wanted.find_last_not_of(" \t") + 1);
+    if (wanted.empty())
+      throw Error("--where '" + condition + "': no value after '=' (COLUMN=VALUE)");
     std::size_t kept = 0;
     for (std::size_t r = 0; r < table.rows.size(); ++r) {
       bool match = false;
       if (is_column) {
-        match = same_value(table.rows[r][column], wanted, table.numeric[column]);
+        match =
+            same_value(table.rows[r][column], wanted, table.numeric[column], table.real[column]);
       } else {
         const auto found = table.row_options[r].find(key);
-        match = found != table.row_options[r].end() && same_value(found->second, wanted, true);
+        match =
+            found != table.row_options[r].end() && same_value(found->second, wanted, true, true);
       }
       if (!match) continue;
       if (kept != r) {  // a self-move would empty the row

@@ -85,9 +85,6 @@ Sweep expand_sweep(const StudyDefinition& definition, const std::vector<Device>&
     for (const std::uint64_t seed : definition.seeds) {
       if (logits.from_file()) {
         const h5::BatchInfo info = h5::inspect_batch(h5::File::open(logits.path), logits.dataset);
-        if (info.batch == 0)
-          throw DefinitionError(logits.text + ": the dataset holds no matrices (shape (0, " +
-                                std::to_string(info.n) + ", " + std::to_string(info.n) + "))");
         sweep.inputs.push_back(
             make_input(info.n, std::min(definition.batch, info.batch), logits, seed));
         continue;

@@ -273,6 +273,7 @@ TEST(StudySummary, CsvRowsMatchTheLogAndTheTableIsAligned) {
   const auto lines_of = [](const std::string& text) {
     return std::count(text.begin(), text.end(), '\n');
   };
+  const auto where_T2 = run_cli({"summary", log, "--csv", "--where", "T=2"});
   const auto infinite = run_cli({"summary", log, "--csv", "--where", "T=inf"});
   ASSERT_EQ(infinite.exit_code, 0) << infinite.err;
   EXPECT_EQ(lines_of(infinite.out), 1) << infinite.out;
@@ -294,6 +295,15 @@ TEST(StudySummary, CsvRowsMatchTheLogAndTheTableIsAligned) {
   const auto in_table = run_cli({"summary", log, "--where", text});
   EXPECT_GE(lines_of(in_csv.out), 2) << in_csv.out;
   EXPECT_EQ(lines_of(in_table.out), lines_of(in_csv.out)) << in_table.out;
+  // Integers compare exactly ("4.0" is 4, nothing is nearly 1); blanks around a value do not
+  // count; an empty value is refused.
+  EXPECT_EQ(lines_of(run_cli({"summary", log, "--csv", "--where", "seed=1.0"}).out),
+            lines_of(csv.out));
+  EXPECT_EQ(lines_of(run_cli({"summary", log, "--csv", "--where", "seed=1.0000000000001"}).out), 1);
+  EXPECT_EQ(run_cli({"summary", log, "--csv", "--where", "T= 2 "}).out, where_T2.out);
+  const auto empty = run_cli({"summary", log, "--where", "T="});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_TRUE(contains(empty.err, "no value after '='")) << empty.err;
   // Options compare alike; one that no run has is refused.
   const auto project = run_cli({"summary", log, "--csv", "--where", "option.project=true"});
   EXPECT_GE(lines_of(project.out), 2) << project.out;
