@@ -3,6 +3,7 @@ and all raising in Python terms: a message that starts with the function the cal
 names the argument, the value and what is allowed, never a C function of the library."""
 import math
 import numbers
+import reprlib
 
 import torch
 
@@ -84,11 +85,15 @@ def forward_convention(forward, eps):
         return forward, math.nan
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
         raise TypeError(f"{WHERE}: eps must be a number or None, got {type(eps).__name__}")
+    try:  # an int or Fraction beyond a double's range overflows here, not in the check
+        value = float(eps)
+    except OverflowError:
+        value = math.inf
     # At most float32's largest, as the library takes it (a float32 forward converts eps).
-    if not math.isfinite(eps) or eps < 0 or eps > torch.finfo(torch.float32).max:
-        raise ValueError(f"{WHERE}: eps must be finite and >= 0, got {eps!r} (at most "
+    if not math.isfinite(value) or value < 0 or value > torch.finfo(torch.float32).max:
+        raise ValueError(f"{WHERE}: eps must be finite and >= 0, got {reprlib.repr(eps)} (at most "
                          f"float32's largest, {torch.finfo(torch.float32).max:.6g})")
-    return forward, float(eps)
+    return forward, value
 
 
 def _constant_result(function):

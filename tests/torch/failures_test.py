@@ -155,6 +155,7 @@ class Errors(unittest.TestCase):
                    eps=1e39)
         with self.assertRaisesRegex(ValueError, r"eps must be finite and >= 0, got 1e\+39"):
             sgt.Sinkhorn(5, forward="mhc_triton", eps=1e39)
+        self.check(ValueError, r"eps must be finite and >= 0, got 1000", self.M, 5, eps=10**400)
         self.assertEqual(sgt.sinkhorn(self.M, 5, forward="mhc_triton", eps=3.4e38).shape,
                          self.M.shape)
 
