@@ -41,6 +41,7 @@ StudyDefinition parse_definition(const std::string& file_text, const std::string
   }
   const Reader reader(source, entries);
   check_keys(reader, registry);
+  for (const std::string& section : section_headers(text)) check_section(reader, registry, section);
 
   StudyDefinition definition;
   definition.text = text;

@@ -62,6 +62,17 @@ Entries read_entries(const std::string& text, const std::string& source) {
   return entries;
 }
 
+std::vector<std::string> section_headers(const std::string& text) {
+  std::vector<std::string> names;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) {
+    line = trim(line.substr(0, line.find('#')));
+    if (line.size() >= 2 && line.front() == '[' && line.back() == ']')
+      names.push_back(trim(line.substr(1, line.size() - 2)));
+  }
+  return names;
+}
+
 std::pair<std::string, std::string> parse_override(const std::string& text) {
   const auto equals = text.find('=');
   const std::string key = equals == std::string::npos ? "" : trim(text.substr(0, equals));

@@ -18,6 +18,10 @@ using Entries = std::map<std::string, std::string>;
 // or a syntax error is a DefinitionError naming source.
 Entries read_entries(const std::string& text, const std::string& source);
 
+// The names of the '[section]' lines of INI text, in order (comments after '#' ignored): a
+// section with no keys leaves no entry, so its name is checked from these.
+std::vector<std::string> section_headers(const std::string& text);
+
 // "inputs.n=4, 8" -> {"inputs.n", "4, 8"}; anything without a dotted key before '=' is a
 // DefinitionError that shows the expected form.
 std::pair<std::string, std::string> parse_override(const std::string& text);

@@ -132,11 +132,33 @@ std::string Reader::allowed(const std::string& key) const {
   return "see docs/experiments.md";
 }
 
-// Every key must be a fixed one or an option of a [solver.NAME] section.
-void check_keys(const Reader& reader, const SolverRegistry& registry) {
+namespace {
+
+std::vector<std::string> section_names() {
   std::vector<std::string> sections;
   for (const auto& [section, keys] : fixed_keys()) sections.push_back("[" + section + "]");
   sections.push_back("[solver.NAME]");
+  return sections;
+}
+
+}  // namespace
+
+void check_section(const Reader& reader, const SolverRegistry& registry,
+                   const std::string& section) {
+  if (section.rfind("solver.", 0) == 0) {
+    const std::string solver = section.substr(7);
+    if (!registry.contains(solver))
+      reader.fail("[" + section + "]: unknown solver '" + solver +
+                  "'; solvers: " + joined(registry.names()));
+    return;
+  }
+  if (fixed_keys().count(section) == 0)
+    reader.fail("unknown section [" + section + "]; sections: " + joined(section_names()));
+}
+
+// Every key must be a fixed one or an option of a [solver.NAME] section.
+void check_keys(const Reader& reader, const SolverRegistry& registry) {
+  const std::vector<std::string> sections = section_names();
   for (const auto& [key, value] : reader.entries()) {
     const auto dot = key.rfind('.');
     if (dot == std::string::npos)

@@ -59,5 +59,8 @@ class Reader {
 
 // Every key must be a fixed one or an option of a [solver.NAME] section.
 void check_keys(const Reader& reader, const SolverRegistry& registry);
+// A '[section]' line names a known section or [solver.NAME] of a registered solver, keys or not.
+void check_section(const Reader& reader, const SolverRegistry& registry,
+                   const std::string& section);
 
 }  // namespace sinkgrad::study::definition_parsing

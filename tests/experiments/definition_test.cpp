@@ -48,6 +48,11 @@ std::string with(const std::string& key, const std::string& line) {
   return text.replace(at + 1, end - at - 1, line);
 }
 
+// A known section, or a registered solver's, may be left without keys.
+TEST(Definition, KnownSectionsWithoutKeysAreAccepted) {
+  EXPECT_EQ(rejection(base + "[measure]\n[solver.cg_corrected]  # defaults\n"), "");
+}
+
 TEST(Definition, ReadsEverySection) {
   const StudyDefinition d = parse(R"(# a comment
 [study]
@@ -149,6 +154,12 @@ TEST(Definition, EveryMistakeIsRejectedWithItsMessage) {
        with("n", "sizes = 4"),
        {"[inputs] sizes", "unknown key 'sizes'", "allowed keys: batch, logits, n, seed"}},
       {"unknown section", base + "[inptus]\nn = 4\n", {"unknown section [inptus]", "[inputs]"}},
+      {"unknown section without keys",
+       base + "[inptus]  # typo\n",
+       {"unknown section [inptus]", "[inputs]"}},
+      {"unknown solver section without keys",
+       base + "[solver.cg_corected]\n",
+       {"[solver.cg_corected]: unknown solver 'cg_corected'", "cg_corrected"}},
       {"key outside any section", "n = 4\n" + base, {"'n' is outside any section"}},
       {"wrong type: text for an integer",
        with("n", "n = four"),
