@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -21,10 +22,15 @@ namespace {
 
 template <class T>
 void require_at_least(const std::vector<T>& values, T minimum, const char* option) {
-  for (T value : values)
-    if (value < minimum)
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    if (values[k] < minimum)
       throw UsageError(std::string(option) + " values must be >= " + std::to_string(minimum) +
-                       ", got " + std::to_string(value));
+                       ", got " + std::to_string(values[k]));
+    // As a study definition refuses a value listed twice: the table would repeat itself.
+    if (std::find(values.begin(), values.begin() + k, values[k]) != values.begin() + k)
+      throw UsageError(std::string(option) + " lists " + std::to_string(values[k]) +
+                       " twice; give each value once");
+  }
 }
 
 // boost would read "-1" as 2^64 - 1: a seed is decimal digits only.

@@ -165,6 +165,8 @@ TEST(Commands, DemoRejectsBadSettings) {
        {std::vector<std::string>{"demo", "--batch", "0"},
         std::vector<std::string>{"demo", "--sizes", "0"},
         std::vector<std::string>{"demo", "--iterations", "0"},
+        std::vector<std::string>{"demo", "--sizes", "3", "3"},
+        std::vector<std::string>{"demo", "--iterations", "5", "2", "5"},
         std::vector<std::string>{"demo", "--dtype", "half"},
         std::vector<std::string>{"demo", "--scale=-1"}}) {
     const CliResult run = run_cli(args);
