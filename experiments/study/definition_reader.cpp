@@ -95,6 +95,11 @@ long long Reader::integer(const std::string& key, const std::string& item,
                           long long minimum) const {
   long long value = 0;
   const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
+  if (error == std::errc::result_out_of_range && end == item.data() + item.size())
+    fail(key, "'" + item +
+                  "' is beyond the largest integer a definition holds (2^63 - 1); "
+                  "allowed: " +
+                  allowed(key));
   if (error != std::errc() || end != item.data() + item.size())
     fail(key, "'" + item + "' is not an integer; allowed: " + allowed(key));
   if (value < minimum)
