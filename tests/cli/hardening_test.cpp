@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
+#include <initializer_list>
 
 #include "tests/cli/cli_test_support.hpp"
 #include "tests/support/random_inputs.hpp"
@@ -23,6 +25,18 @@ namespace fs = std::filesystem;
 // One line: the message and its newline, nothing else.
 void expect_one_line(const CliResult& run) {
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+}
+
+// An HDF5 file whose float64 datasets `names` have shape `dims`, never written (HDF5 allocates
+// their storage only when written, so any declared size costs nothing).
+void declare_datasets(const std::string& path, const std::array<hsize_t, 3>& dims,
+                      std::initializer_list<const char*> names) {
+  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t space = H5Screate_simple(3, dims.data(), nullptr);
+  for (const char* name : names)
+    H5Dclose(H5Dcreate2(f, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5Sclose(space);
+  H5Fclose(f);
 }
 
 class Hardening : public ::testing::Test {
@@ -117,15 +131,7 @@ TEST_F(Hardening, InputThatIsAFifoIsRefused) {
 // 3. A declared shape larger than memory is refused with both sizes, before allocating.
 TEST_F(Hardening, InputLargerThanMemoryIsRefusedWithSizes) {
   const std::string path = file("huge.h5");
-  {
-    const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    const hsize_t dims[3] = {hsize_t(1) << 32, 64, 64};  // 128 TiB of float64, never written
-    const hid_t space = H5Screate_simple(3, dims, nullptr);
-    for (const char* name : {"logits", "grad_output"})
-      H5Dclose(H5Dcreate2(f, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    H5Sclose(space);
-    H5Fclose(f);
-  }
+  declare_datasets(path, {hsize_t(1) << 32, 64, 64}, {"logits", "grad_output"});  // 128 TiB
   const std::string before = read_text(path);
   const CliResult run = run_cli({"grad", "-i", path, "-o", file("out.h5"), "-s", "unrolled"});
   EXPECT_EQ(run.exit_code, 1) << run.err;
@@ -160,14 +166,7 @@ TEST_F(Hardening, TheUnrolledTapeIsCountedBeforeTheSolve) {
 // A study's file() source with no matrices in it is a definition error: nothing is created.
 TEST_F(Hardening, AStudyFileSourceWithoutMatricesIsRefused) {
   const std::string path = file("empty_batch.h5");
-  {
-    const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    const hsize_t dims[3] = {0, 5, 5};
-    const hid_t space = H5Screate_simple(3, dims, nullptr);
-    H5Dclose(H5Dcreate2(f, "logits", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    H5Sclose(space);
-    H5Fclose(f);
-  }
+  declare_datasets(path, {0, 5, 5}, {"logits"});
   write_text(file("empty.ini"),
              "[inputs]\nbatch = 4\nlogits = file(empty_batch.h5, logits)\n"
              "[forward]\nT = 2\n[solvers]\nuse = all\n[run]\ndevices = cpu\n");
