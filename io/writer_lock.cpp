@@ -60,6 +60,21 @@ WriterLock::WriterLock(const std::string& file_path) {
   }
 }
 
+void WriterLock::refuse_while_written(const std::string& file_path) {
+  const std::string path = lock_path(file_path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;  // never written by sinkgrad, or the lock file is unreadable: no writer
+  int result = 0;
+  while ((result = ::flock(fd, LOCK_SH | LOCK_NB)) != 0 && errno == EINTR) {
+  }
+  const bool held = result != 0 && errno == EWOULDBLOCK;
+  const std::string holder = held ? holder_of(fd) : "";
+  ::close(fd);  // releases the shared lock, if taken
+  if (held)
+    throw Error("'" + file_path + "' is being written by " + holder + " (lock file '" + path +
+                "'); read it once that run has finished or stopped");
+}
+
 WriterLock::~WriterLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }

@@ -23,6 +23,10 @@ class WriterLock {
 
   static std::string lock_path(const std::string& file_path) { return file_path + ".lock"; }
 
+  // For a reader: throws the same Error when a writer holds the lock of file_path now (what it
+  // would read is a log in the middle of a write); returns at once when none does.
+  static void refuse_while_written(const std::string& file_path);
+
  private:
   int fd_ = -1;
 };

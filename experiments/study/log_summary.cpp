@@ -14,6 +14,7 @@
 #include "core/status.hpp"
 #include "experiments/study/study_log.hpp"
 #include "io/hdf5.hpp"
+#include "io/writer_lock.hpp"
 
 namespace sinkgrad::study {
 namespace {
@@ -92,6 +93,7 @@ std::string csv_field(const std::string& text) {
 }  // namespace
 
 SummaryTable summarise_log(const std::string& path) {
+  WriterLock::refuse_while_written(path);
   const h5::File log = h5::File::open(path);
   if (!h5::has_attribute(log, "schema") || h5::read_string_attribute(log, "schema") != log_schema)
     throw Error("'" + path + "' is not a sinkgrad study log (no attribute schema = " + log_schema +

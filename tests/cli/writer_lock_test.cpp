@@ -44,6 +44,9 @@ TEST(WriterLock, ASecondWriterIsRefusedNamingTheFirstAndAStaleLockBlocksNobody) 
   ASSERT_TRUE(contains(testing::read_text(log + ".lock"), holder));
 
   const testing::Finished second = testing::run_cli_with(capture, args, no_hdf5_locking);
+  // A reader of the log meanwhile is told the same.
+  const testing::Finished summary =
+      testing::run_cli_with(capture, {"summary", log}, no_hdf5_locking);
   int status = 0;
   testing::Finished first_done;
   const bool first_still_running = ::waitpid(first, &status, WNOHANG) == 0;
@@ -58,6 +61,10 @@ TEST(WriterLock, ASecondWriterIsRefusedNamingTheFirstAndAStaleLockBlocksNobody) 
     GTEST_SKIP() << "the first sweep finished before the second started";
   EXPECT_EQ(second.exit_code, 1) << second.err;
   EXPECT_TRUE(contains(second.err, "is being written by " + holder)) << second.err;
+  if (first_still_running) {  // the summary ran while the first wrote
+    EXPECT_EQ(summary.exit_code, 1) << summary.err;
+    EXPECT_TRUE(contains(summary.err, "is being written by " + holder)) << summary.err;
+  }
   ASSERT_EQ(first_done.exit_code, 0) << first_done.err;
   EXPECT_TRUE(contains(first_done.out, "280 runs (0 already in the log, 280 run now"))
       << first_done.out;
