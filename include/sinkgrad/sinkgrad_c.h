@@ -162,12 +162,13 @@ SINKGRAD_C_API int sinkgrad_solve_diagnosed_async(
     void* relative_residual, int32_t* zero_entries, void* stream);
 
 /* The exact fallback (on_failure="unrolled" of the PyTorch layer): every matrix whose status,
- * as a solve wrote it, is not a success (neither 0 ok nor 5 fallback) gets the unrolled solver's
- * gradient in grad, computed for those matrices only, with the bits unrolled gives it; status
- * and iterations are left as they are. logits and G are required, R is not read; convention and
- * eps as for sinkgrad_solve_convention. On SINKGRAD_C_CUDA every pointer is device memory and the
- * call waits; the _async form launches on `stream` and does not (the matrices to replace are
- * counted on the device). */
+ * as a solve wrote it, is not a success (neither 0 ok nor 5 fallback; any other value, codes no
+ * solve writes included, counts as a failure) gets the unrolled solver's gradient in grad,
+ * computed for those matrices only, with the bits unrolled gives it; status and iterations are
+ * left as they are. logits and G are required, R is not read; convention and eps as for
+ * sinkgrad_solve_convention. On SINKGRAD_C_CUDA every pointer is device memory and the call
+ * waits; the _async form launches on `stream` and does not (the matrices to replace are counted
+ * on the device). */
 SINKGRAD_C_API int sinkgrad_replace_failures(int device, int dtype, int64_t batch, int n, int T,
                                              const char* convention, double eps, const void* logits,
                                              const void* G, void* grad, const int32_t* status);

@@ -219,6 +219,27 @@ class ThroughTheCAbi(unittest.TestCase):
         self.assertTrue((status == 0).all() and (alone_status == 0).all(), status)
         np.testing.assert_array_equal(grad, alone)
 
+    def test_replace_failures_replaces_every_status_but_a_success(self):
+        """sinkgrad_replace_failures: matrices marked 0 (ok) or 5 (fallback) keep their gradient;
+        every other status, codes no solve writes included, gets the exact unrolled gradient
+        (numpy float64); the statuses are not written."""
+        f = LIB._lib.sinkgrad_replace_failures
+        p = ctypes.c_void_p
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_char_p, ctypes.c_double, p, p, p, p]
+        codes = [0, 5, 1, 2, 3, 4, 6, 42, -1]
+        M, _, G = inputs(len(codes), 5, 4, seed=23)
+        exact = unrolled_numpy(M, 4, G)
+        grad = np.full_like(M, 7.0)
+        status = np.array(codes, dtype=np.int32)
+        self.assertEqual(f(CPU, 8, len(codes), 5, 4, b"columns_first", 0.0, M.ctypes.data,
+                           G.ctypes.data, grad.ctypes.data, status.ctypes.data), 0,
+                         LIB.last_error())
+        self.assertEqual(status.tolist(), codes)
+        self.assertTrue((grad[:2] == 7.0).all())
+        self.assertLess(relative(grad[2:], exact[2:]).max(), 1e-12)
+
     def test_one_call_backward_refuses_before_writing(self):
         M, R, G = inputs(2, 4, 3, seed=22)
         for replace, M_given, fragments in (
