@@ -156,7 +156,10 @@ SummaryTable summarise_log(const std::string& path) {
       start = comma + 1;
     }
     if (statuses.empty()) statuses = names;
-    if (names != statuses || counts.size() != names.size())
+    if (counts.size() != names.size())
+      throw Error("'" + path + "': run " + id + " has " + std::to_string(counts.size()) +
+                  " status_counts for its " + std::to_string(names.size()) + " status_names");
+    if (names != statuses)
       throw Error("'" + path + "': run " + id + " lists other status names than the first run");
     for (const std::int64_t count : counts) row.cells.push_back(std::to_string(count));
     row.cells.push_back(number(h5::read_double_attribute(run, "iterations_mean")));

@@ -315,5 +315,25 @@ TEST(StudySummary, CsvRowsMatchTheLogAndTheTableIsAligned) {
   EXPECT_TRUE(contains(not_a_log.err, "tiny.ini")) << not_a_log.err;
 }
 
+TEST(StudySummary, ALogWhoseStatusCountsDoNotMatchItsNamesIsRefusedSayingSo) {
+  const ScratchDir dir;
+  write_text(dir.file("tiny.ini"), tiny);
+  const std::string log = dir.file("t.h5");
+  ASSERT_EQ(run_cli({"run", dir.file("tiny.ini"), "--output", log, "--quiet"}).exit_code, 0);
+  {
+    const h5::File file = h5::File::open(log, h5::File::Mode::read_write);
+    const auto runs = runs_of(file);
+    ASSERT_FALSE(runs.empty());
+    const h5::Group& run = runs.begin()->second;
+    std::vector<std::int64_t> counts = h5::read_int_array_attribute(run, "status_counts");
+    counts.pop_back();
+    h5::write_int_array_attribute(run, "status_counts", counts);
+  }
+  const auto summary = run_cli({"summary", log});
+  EXPECT_EQ(summary.exit_code, 1);
+  EXPECT_TRUE(contains(summary.err, "status_counts for its")) << summary.err;
+  EXPECT_FALSE(contains(summary.err, "other status names")) << summary.err;
+}
+
 }  // namespace
 }  // namespace sinkgrad::study
