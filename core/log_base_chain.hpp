@@ -70,6 +70,19 @@ class RowLanes {
   int n_;
 };
 
+namespace math {
+
+// g d log(|m| + eps) / dm = g / (m + eps sign(m)), for the carry and unrolled's base step alike:
+// 0 at m = 0, where |m| has no slope, but a non-finite g stays so (a failed solve's NaN, e.g.
+// eps = 0 and a zero row of M).
+template <class Real>
+SINKGRAD_HD Real through_abs_base(Real m, Real g, Real eps) {
+  if (m == Real(0)) return is_finite(g) ? Real(0) : g;
+  return g / (m + (m > Real(0) ? eps : -eps));
+}
+
+}  // namespace math
+
 // One row of g (n entries, in place) from the same row of M, for base `base` with `eps`, by the
 // row team `lanes` (RowLanes, or the GPU's warp lanes). M and g: anything indexed by the entry
 // (pointers, or a tile's strided row and registers where a solve carries its own gradient).
@@ -80,13 +93,7 @@ template <class Real, class Lanes, class LogitsRow, class GradientRow>
 SINKGRAD_HD void carry_row_to_logits(const Lanes& lanes, ForwardBase base, Real eps,
                                      const LogitsRow& M, const GradientRow& g) {
   if (base == ForwardBase::abs) {
-    // d log(|m| + eps) / dm = 1 / (m + eps sign(m)); 0 at m = 0, where |m| has no slope, but a
-    // non-finite g stays so (a failed solve's NaN, e.g. eps = 0 and a zero row of M).
-    lanes.each([&](int k) {
-      const Real m = M[k];
-      g[k] = m == Real(0) ? (math::is_finite(g[k]) ? Real(0) : g[k])
-                          : g[k] / (m + (m > Real(0) ? eps : -eps));
-    });
+    lanes.each([&](int k) { g[k] = math::through_abs_base(M[k], g[k], eps); });
     return;
   }
   // softmax_rows: the softmax is recomputed where it is used, so any n fits a lane.

@@ -16,6 +16,7 @@
 // potentials are kept at checkpoints every L steps and one segment of L steps is recomputed at
 // a time; the recomputation repeats the forward's operations, so every L gives the same bits.
 
+#include "core/log_base_chain.hpp"  // through_abs_base
 #include "core/status.hpp"
 #include "forward/convention_forward.hpp"
 
@@ -77,11 +78,7 @@ SINKGRAD_HD void convention_base_back(const ConventionForward<Real>& c, const Re
       for (int j = 0; j < n; ++j) row[j] -= exp_of(M[i * n + j] - lse[i]) * sum;
     }
   } else if (c.abs_base) {
-    // 0 where M = 0 (no slope), unless W is not finite there: a forward that is NaN from finite
-    // logits (eps = 0 and a zero row of M) must not leave a finite gradient.
-    for (int k = 0; k < n * n; ++k)
-      W[k] = M[k] == Real(0) ? (is_finite(W[k]) ? Real(0) : W[k])
-                             : (M[k] > Real(0) ? W[k] : -W[k]) / (abs_of(M[k]) + c.eps);
+    for (int k = 0; k < n * n; ++k) W[k] = through_abs_base(M[k], W[k], c.eps);
   } else if (c.shift != BaseShift::none) {
     const bool global = c.shift == BaseShift::global_max;
     const bool columns = c.shift == BaseShift::column_max;
