@@ -32,6 +32,10 @@ def check_logits(logits):
     if len(shape) < 2 or shape[-1] != shape[-2] or shape[-1] < 1:
         raise ValueError(f"{WHERE}: logits must have shape (..., n, n) with n >= 1, got "
                          f"{tuple(shape)}")
+    # Sparse (and mkldnn) tensors have no strides for the library to read.
+    if logits.layout is not torch.strided:
+        raise ValueError(f"{WHERE}: logits of layout {logits.layout} are not supported (a dense "
+                         "tensor: logits.to_dense())")
     if logits.dtype not in COMPUTE:
         raise TypeError(f"{WHERE}: logits of dtype {logits.dtype} are not supported (float32, "
                         "float64, bfloat16 or float16)")
@@ -115,6 +119,10 @@ def check_solver(backward, options, device_type, dtype_name):
     registered ones (plugins included), anything else with the library's reason."""
     key = (backward, options, device_type, dtype_name)
     if key not in _checked:
+        try:
+            library()
+        except SinkgradError as error:  # the library, not an argument: no ValueError
+            raise SinkgradError(f"{WHERE}: {error}") from None
         try:
             _kernels.check_solver(backward, options, device_type, getattr(torch, dtype_name))
         except SinkgradError as error:

@@ -16,6 +16,9 @@ SinkgradError with the library's message.
 import ctypes
 import numbers
 import os
+import stat
+import struct
+import sys
 import threading
 
 CPU, CUDA = 0, 1
@@ -97,18 +100,81 @@ def library_path():
     return LIBRARY
 
 
+# The ELF64 little-endian header and program header as <elf.h> lays them out (Elf64_Ehdr from
+# e_type on, Elf64_Phdr), the only layout checked: the one of the machines sinkgrad builds for.
+_ELF_MAGIC, _EHDR_SIZE, _PHDR_SIZE, _ET_DYN = b"\x7fELF", 64, 56, 3
+_EHDR_REST, _PHDR = struct.Struct("<HHIQQQIHHHHHH"), struct.Struct("<IIQQQQQQ")
+
+
+def check_library_file(path):
+    """Refuses (SinkgradError naming the path) a file that dlopen cannot load safely: not a
+    regular file (a FIFO blocks dlopen forever), not an ELF shared library, or one whose headers
+    describe bytes beyond its end. dlopen maps the segments its headers describe, and touching a
+    page past the end of a copy cut short kills the process with SIGBUS, beyond any except
+    clause; the C++ plugin loader checks plugins the same way (core/plugin_file_check.cpp). A
+    name without a directory is left to dlopen's search, and a file that cannot be read, to its
+    message."""
+    path = os.fsdecode(path)
+    if os.sep not in path:
+        return
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return
+    refused = f"cannot load libsinkgrad_c from {path}: "
+    if not stat.S_ISREG(info.st_mode):
+        raise SinkgradError(refused + "it is not a regular file (a directory, device, FIFO or "
+                            "socket)")
+    if (not sys.platform.startswith("linux") or sys.byteorder != "little" or
+            struct.calcsize("P") != 8):
+        return
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            header = file.read(_EHDR_SIZE)
+            if not header.startswith(_ELF_MAGIC):
+                raise SinkgradError(refused + "it is not a shared library (no ELF header)")
+            if len(header) < _EHDR_SIZE:
+                raise SinkgradError(refused + f"it is cut short or damaged: {size} bytes, "
+                                    f"fewer than an ELF header's {_EHDR_SIZE}")
+            if header[4] != 2 or header[5] != 1:  # EI_CLASS ELFCLASS64, EI_DATA ELFDATA2LSB
+                raise SinkgradError(refused + "it is an ELF file of another word size or byte "
+                                    "order than this machine's")
+            (e_type, _, _, _, e_phoff, e_shoff, _, _, e_phentsize, e_phnum, e_shentsize,
+             e_shnum, _) = _EHDR_REST.unpack_from(header, 16)
+            if e_type != _ET_DYN:
+                raise SinkgradError(refused + f"it is an ELF file but not a shared library "
+                                    f"(e_type {e_type})")
+            cut = "it is cut short or damaged: its ELF header describes "
+            beyond = f", beyond its {size} bytes"
+            if e_phentsize != _PHDR_SIZE or e_phoff + e_phnum * _PHDR_SIZE > size:
+                raise SinkgradError(refused + cut + "program headers" + beyond)
+            if e_shoff != 0 and e_shoff + e_shnum * e_shentsize > size:
+                raise SinkgradError(refused + cut + "section headers up to byte "
+                                    f"{e_shoff + e_shnum * e_shentsize}" + beyond)
+            file.seek(e_phoff)
+            table = file.read(e_phnum * _PHDR_SIZE)
+    except OSError:
+        return
+    if len(table) != e_phnum * _PHDR_SIZE:  # the file shrank since fstat
+        raise SinkgradError(refused + cut + "program headers it does not hold")
+    for index in range(e_phnum):
+        _, _, p_offset, _, _, p_filesz, _, _ = _PHDR.unpack_from(table, index * _PHDR_SIZE)
+        if p_offset + p_filesz > size:
+            raise SinkgradError(refused + cut + f"a segment up to byte {p_offset + p_filesz}" +
+                                beyond)
+
+
 class Library:
     def __init__(self, path=None):
         path = path or library_path()
         self.path = path
         self._default_eps = {}  # convention -> the library's eps, read once (every call uses it)
+        check_library_file(path)
         try:
             self._lib = ctypes.CDLL(path)
         except OSError as error:
             raise SinkgradError(f"cannot load libsinkgrad_c from {path}: {error}") from None
-        if not hasattr(self._lib, "sinkgrad_solver_names"):
-            raise SinkgradError(f"{path} is an older libsinkgrad_c than this package (no "
-                                "sinkgrad_solver_names); rebuild it or unset SINKGRAD_C_LIB")
         p, i32, i64, s = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_char_p
         d = ctypes.c_double
         signatures = {
@@ -129,6 +195,16 @@ class Library:
             "sinkgrad_has_cuda": (i32, []),
             "sinkgrad_default_eps": (i32, [s, ctypes.POINTER(d)]),
         }
+        # Every function bound is checked here: a library without one would otherwise be a raw
+        # AttributeError, or a wrong call, on its first use.
+        missing = [name for name in signatures if not hasattr(self._lib, name)]
+        if len(missing) == len(signatures):
+            raise SinkgradError(f"{path} is not a libsinkgrad_c (it has none of its functions, "
+                                "e.g. sinkgrad_forward_convention); point SINKGRAD_C_LIB at the "
+                                f"{LIBRARY_NAME} of a sinkgrad build or unset it")
+        if missing:
+            raise SinkgradError(f"{path} is an older libsinkgrad_c than this package (no "
+                                f"{', '.join(missing)}); rebuild it or unset SINKGRAD_C_LIB")
         for name, (restype, argtypes) in signatures.items():
             function = getattr(self._lib, name)
             function.restype, function.argtypes = restype, argtypes
@@ -150,7 +226,13 @@ class Library:
 
     def default_eps(self, convention):
         """The eps a convention adds when none is given (docs/math.md, "Forward conventions")."""
+        if not isinstance(convention, str):
+            raise TypeError(f"a forward convention name must be a str, got "
+                            f"{type(convention).__name__} {convention!r}")
         if convention not in self._default_eps:
+            if "\0" in convention:  # ctypes would pass the text before it
+                raise ValueError(f"a forward convention name cannot contain NUL characters: "
+                                 f"{convention!r}")
             eps = ctypes.c_double()
             self._check(self._lib.sinkgrad_default_eps(convention.encode(), ctypes.byref(eps)))
             self._default_eps[convention] = eps.value

@@ -21,7 +21,7 @@ import torch
 
 from sinkgrad import _arguments, _kernels, _ops
 from sinkgrad._arguments import FORWARDS, MAX_ITERATIONS, ON_FAILURE
-from sinkgrad._capi import STATUS_NAMES, SinkgradError, default_eps, load_plugin
+from sinkgrad._capi import STATUS_NAMES, SinkgradError, library, load_plugin
 from sinkgrad._kernels import SolveFailure
 
 __all__ = ["sinkhorn", "Sinkhorn", "SolveStats", "load_plugin", "default_eps", "SinkgradError",
@@ -54,12 +54,23 @@ class SolveStats:
         self.relative_residual = None
         self.zero_entries = None
 
+    def _filled(self, method):
+        # Before a backward nothing ran: neither a failure nor a count of zero would be true.
+        if self.status is None:
+            raise RuntimeError(f"sinkgrad.torch.SolveStats.{method}: no backward has filled "
+                               "this SolveStats yet (pass it as stats= to sinkhorn and run the "
+                               "backward first)")
+
     def failed(self):
-        """A bool tensor, True where the solver reported neither ok nor fallback."""
+        """A bool tensor, True where the solver reported neither ok nor fallback (RuntimeError
+        before a backward has run)."""
+        self._filled("failed")
         return _kernels.failed(self.status)
 
     def counts(self):
-        """{status name: number of matrices} (waits for the GPU)."""
+        """{status name: number of matrices} (waits for the GPU; RuntimeError before a backward
+        has run)."""
+        self._filled("counts")
         counts = torch.bincount(self.status.long().flatten(), minlength=len(STATUS_NAMES))
         return dict(zip(STATUS_NAMES, counts.tolist()))
 
@@ -67,6 +78,25 @@ class SolveStats:
         if self.status is None:
             return "SolveStats(no backward yet)"
         return f"SolveStats({self.counts()})"
+
+
+def default_eps(forward):
+    """The eps the library adds for the forward convention `forward` (a name of FORWARDS) when
+    none is given: TypeError for a name that is not a str, ValueError for an unknown one or one
+    with a NUL, SinkgradError when the library cannot be loaded."""
+    where = "sinkgrad.torch.default_eps"
+    try:
+        lib = library()
+    except SinkgradError as error:
+        raise SinkgradError(f"{where}: {error}") from None
+    try:
+        return lib.default_eps(forward)
+    except TypeError as error:
+        raise TypeError(f"{where}: {error}") from None
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    except SinkgradError as error:  # the library's only refusal: an unknown name
+        raise ValueError(f"{where}: {error.reason}") from None
 
 
 def _flat(logits):

@@ -5,8 +5,12 @@ options reaching the solver, and errors coming back as codes with the library's 
     python3 capi_test.py path/to/libsinkgrad_c.so
 """
 import ctypes
+import ctypes.util
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import unittest
 
 import numpy as np
@@ -15,6 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "python"))
 from sinkgrad._capi import CPU, FLOAT32, SinkgradError  # noqa: E402
 from sinkgrad._capi import Library as SinkgradC  # noqa: E402
+import sinkgrad._capi  # noqa: E402
 
 LIB = None
 
@@ -342,7 +347,110 @@ class Conventions(unittest.TestCase):
             np.testing.assert_array_equal(LIB.forward_numpy(M, 3, ("tilekernels", eps)),
                                           LIB.forward_numpy(M, 3, ("tilekernels", 1e-6)))
 
+    def test_default_eps_refuses_names_it_cannot_pass(self):
+        for name in (None, 5, b"maxtext", ["maxtext"]):
+            with self.assertRaisesRegex(TypeError, "a forward convention name must be a str"):
+                LIB.default_eps(name)
+        # ctypes would pass "maxtext" and answer for it.
+        with self.assertRaisesRegex(ValueError, "cannot contain NUL"):
+            LIB.default_eps("maxtext\0junk")
+
     expect_error = ThroughTheCAbi.expect_error
+
+
+# Library(path) in a child python, so that a library that crashes the loader (SIGBUS inside
+# dlopen) fails a test instead of killing the run: "loaded" or the SinkgradError it raised.
+LOAD = """import sys
+from sinkgrad._capi import Library, SinkgradError
+try:
+    Library(sys.argv[1])
+except SinkgradError as error:
+    print("SinkgradError:", error)
+else:
+    print("loaded")
+"""
+
+
+class LoadingTheLibrary(unittest.TestCase):
+    """A damaged, older or foreign library given as libsinkgrad_c is refused with a
+    SinkgradError naming the path and why, before ctypes could crash on it or leave a raw
+    AttributeError to the first call that lacks a function."""
+
+    def setUp(self):
+        self.directory = tempfile.mkdtemp(prefix="sinkgrad_capi_load_")
+        self.addCleanup(shutil.rmtree, self.directory)
+        with open(LIB.path, "rb") as file:
+            self.image = file.read()
+
+    def write(self, name, data):
+        path = os.path.join(self.directory, name)
+        with open(path, "wb") as file:
+            file.write(data)
+        return path
+
+    def load(self, path, timeout=60):
+        package = os.path.dirname(os.path.dirname(os.path.abspath(sinkgrad._capi.__file__)))
+        # The copies find libsinkgrad beside the original, wherever its RUNPATH points.
+        env = dict(os.environ, PYTHONPATH=package,
+                   LD_LIBRARY_PATH=os.path.dirname(os.path.abspath(LIB.path)))
+        result = subprocess.run([sys.executable, "-c", LOAD, path], env=env, timeout=timeout,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(result.returncode, 0, f"{path}: {result.stdout}")
+        return result.stdout.strip()
+
+    def test_a_complete_copy_loads(self):
+        self.assertEqual(self.load(self.write("libsinkgrad_c.so", self.image)), "loaded")
+
+    def test_a_truncated_copy_is_refused(self):
+        # An interrupted copy: its first bytes (dlopen maps segments past the end: SIGBUS), up
+        # to the last segment, and all but the section headers at the end.
+        for size in (40, 1000, len(self.image) // 2, len(self.image) - 64):
+            path = self.write(f"cut_{size}.so", self.image[:size])
+            with self.subTest(size=size):
+                output = self.load(path)
+                self.assertTrue(output.startswith(f"SinkgradError: cannot load libsinkgrad_c "
+                                                  f"from {path}: "), output)
+                self.assertIn("cut short or damaged", output)
+
+    def test_files_that_are_no_shared_library_are_refused(self):
+        for name, data in (("empty.so", b""), ("object.o", b"\x7fELF\2\1\1" + bytes(100)),
+                           ("text.so", b"INPUT(libsinkgrad_c.so.1)\n" * 4)):
+            path = self.write(name, data)
+            with self.subTest(name=name):
+                output = self.load(path)
+                self.assertTrue(output.startswith(f"SinkgradError: cannot load libsinkgrad_c "
+                                                  f"from {path}: "), output)
+                self.assertIn("not a shared library", output)
+
+    def test_a_fifo_is_refused_without_blocking(self):
+        path = os.path.join(self.directory, "fifo.so")
+        os.mkfifo(path)
+        output = self.load(path, timeout=20)  # dlopen would wait for a writer forever
+        self.assertIn(f"from {path}: ", output)
+        self.assertIn("not a regular file", output)
+
+    def test_an_older_library_names_the_missing_function(self):
+        # sinkgrad_backward renamed in the copy's symbol names: a library from before it came.
+        name = b"\0sinkgrad_backward\0"
+        self.assertIn(name, self.image)
+        path = self.write("older.so", self.image.replace(name, b"\0sinkgrad_backwarX\0"))
+        self.assertEqual(self.load(path),
+                         f"SinkgradError: {path} is an older libsinkgrad_c than this package (no "
+                         "sinkgrad_backward); rebuild it or unset SINKGRAD_C_LIB")
+
+    def test_a_foreign_library_is_not_called_an_older_one(self):
+        libm = ctypes.util.find_library("m")
+        if libm is None:
+            self.skipTest("no libm found")
+        output = self.load(libm)
+        self.assertTrue(output.startswith(f"SinkgradError: {libm} is not a libsinkgrad_c "),
+                        output)
+        self.assertNotIn("older", output)
+
+    def test_a_missing_file_is_a_sinkgrad_error(self):
+        path = os.path.join(self.directory, "missing", "libsinkgrad_c.so")
+        self.assertTrue(self.load(path).startswith(
+            f"SinkgradError: cannot load libsinkgrad_c from {path}: "))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,17 @@
 """sinkgrad.torch's errors in Python terms: every refusal names the Python function, the
 argument and its true value, never a C function of libsinkgrad_c; integers are checked in their
-C type before ctypes could wrap them; n = 0 and load_plugin's paths.
+C type before ctypes could wrap them; n = 0 and load_plugin's paths; sparse logits, default_eps's
+names, a SolveStats before any backward and a SINKGRAD_C_LIB that cannot be loaded.
 
     PYTHONPATH=build/python python3 tests/torch/arguments_test.py
 """
 import os
 import pathlib
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 import unittest
 
 import torch
@@ -159,6 +164,98 @@ class LoadPluginPaths(unittest.TestCase):
     def test_path_like_reaches_the_loader(self):
         with self.assertRaisesRegex(sgt.SinkgradError, r"'/no/such/dir/x.so': no such file"):
             sgt.load_plugin(pathlib.Path("/no/such/dir/x.so"))
+
+
+class SparseLogits(unittest.TestCase):
+    def test_sparse_layouts_are_refused_in_the_layers_terms(self):
+        M, _ = inputs(2, 3, seed=93)
+        for sparse in (M.to_sparse(), M[0].to_sparse(), M[0].to_sparse_csr()):
+            with self.assertRaisesRegex(ValueError, rf"^sinkgrad.torch.sinkhorn: logits of "
+                                        rf"layout {sparse.layout} are not supported"):
+                sgt.sinkhorn(sparse, 3)
+        with self.assertRaisesRegex(ValueError, r"^sinkgrad.torch.sinkhorn: logits of layout"):
+            sgt.Sinkhorn(3)(M.to_sparse())
+
+
+class DefaultEps(unittest.TestCase):
+    def test_names_that_are_not_str_are_type_errors(self):
+        for name in (None, 5, b"maxtext", ["maxtext"]):
+            with self.assertRaisesRegex(TypeError, r"^sinkgrad.torch.default_eps: a forward "
+                                        r"convention name must be a str"):
+                sgt.default_eps(name)
+
+    def test_an_embedded_nul_is_a_value_error(self):
+        # ctypes would pass "maxtext" and answer for it.
+        with self.assertRaisesRegex(ValueError, r"^sinkgrad.torch.default_eps: .*cannot contain "
+                                    r"NUL"):
+            sgt.default_eps("maxtext\0junk")
+
+    def test_an_unknown_name_is_a_value_error_without_a_c_name(self):
+        with self.assertRaises(ValueError) as caught:
+            sgt.default_eps("sinkhorn")
+        message = str(caught.exception)
+        self.assertTrue(message.startswith("sinkgrad.torch.default_eps: unknown forward "
+                                           "convention 'sinkhorn'"), message)
+        self.assertIsNone(C_NAME.search(message), message)
+        self.assertEqual(sgt.default_eps("maxtext"), sgt.default_eps("tilekernels"))
+
+
+class StatsBeforeBackward(unittest.TestCase):
+    """A SolveStats no backward has filled claims neither a failure nor a count."""
+
+    def test_failed_and_counts_raise_until_a_backward_ran(self):
+        stats = sgt.SolveStats()
+        M, G = inputs(2, 3, seed=94)
+        sgt.sinkhorn(M, 3, stats=stats)  # no backward: nothing ran that has a status
+        for method in (stats.failed, stats.counts):
+            with self.assertRaisesRegex(RuntimeError, rf"^sinkgrad.torch.SolveStats."
+                                        rf"{method.__name__}: no backward has filled this "
+                                        "SolveStats yet"):
+                method()
+        self.assertIn("no backward", repr(stats))
+        M.requires_grad_(True)
+        sgt.sinkhorn(M, 3, stats=stats).backward(G)
+        self.assertFalse(bool(stats.failed().any()))
+        self.assertEqual(stats.counts()["ok"], 2)
+
+
+# sgt.sinkhorn and sgt.default_eps in a child python with SINKGRAD_C_LIB set: the process's one
+# library is loaded once, and a damaged one must not crash this test run.
+CALL_WITH_LIBRARY = """import torch
+import sinkgrad.torch as sgt
+for call in (lambda: sgt.sinkhorn(torch.rand(2, 3, 3), 5), lambda: sgt.default_eps("maxtext")):
+    try:
+        call()
+    except Exception as error:
+        print(f"{type(error).__name__}: {error}")
+"""
+
+
+class UnloadableLibrary(unittest.TestCase):
+    def calls_with_library(self, path):
+        package = os.path.dirname(os.path.dirname(os.path.abspath(_capi.__file__)))
+        env = dict(os.environ, SINKGRAD_C_LIB=path,
+                   PYTHONPATH=os.pathsep.join([package, os.environ.get("PYTHONPATH", "")]))
+        result = subprocess.run([sys.executable, "-c", CALL_WITH_LIBRARY], env=env, timeout=120,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(result.returncode, 0, result.stdout)
+        return result.stdout.splitlines()
+
+    def test_a_library_problem_is_a_sinkgrad_error_not_a_value_error(self):
+        directory = tempfile.mkdtemp(prefix="sinkgrad_torch_library_")
+        self.addCleanup(shutil.rmtree, directory)
+        truncated = os.path.join(directory, "libsinkgrad_c.so")
+        with open(_capi.library().path, "rb") as source, open(truncated, "wb") as copy:
+            copy.write(source.read(1000))  # an interrupted copy: SIGBUS inside dlopen once
+        for path, reason in ((truncated, "it is cut short or damaged"),
+                             (os.path.join(directory, "missing.so"), "")):
+            lines = self.calls_with_library(path)
+            with self.subTest(path=path):
+                self.assertEqual(len(lines), 2, lines)
+                for line, where in zip(lines, ("sinkhorn", "default_eps")):
+                    self.assertTrue(line.startswith(
+                        f"SinkgradError: sinkgrad.torch.{where}: cannot load libsinkgrad_c from "
+                        f"{path}: {reason}"), line)
 
 
 if __name__ == "__main__":
