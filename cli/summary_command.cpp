@@ -44,7 +44,8 @@ Command make_summary_command() {
       "The table rounds numbers to 3 digits; --csv writes every number with 17 significant "
       "digits (it reads back to the logged value). --where compares numbers as the logged "
       "values (within a relative 1e-12; inf matches inf, nan matches nan), with or without "
-      "--csv; option.NAME names a solver option.\n"
+      "--csv, and refuses a value that is not a number for a numeric column; option.NAME names "
+      "a solver option.\n"
       "Example: sinkgrad summary headline.h5 --where solver=cg_plain --where T=20";
   command.add_options = [](po::options_description& options) {
     options.add_options()  //

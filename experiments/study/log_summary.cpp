@@ -229,6 +229,10 @@ void keep_rows_where(SummaryTable& table, const std::vector<std::string>& condit
     wanted.erase(wanted.find_last_not_of(" \t") + 1);
     if (wanted.empty())
       throw Error("--where '" + condition + "': no value after '=' (COLUMN=VALUE)");
+    // A numeric column compared with text would silently keep nothing (T=4O for T=40).
+    if (is_column && table.numeric[column] && !parsed_number(wanted))
+      throw Error("--where '" + condition + "': column '" + key + "' holds numbers and '" + wanted +
+                  "' is not one");
     std::size_t kept = 0;
     for (std::size_t r = 0; r < table.rows.size(); ++r) {
       bool match = false;

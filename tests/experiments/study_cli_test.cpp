@@ -304,6 +304,9 @@ TEST(StudySummary, CsvRowsMatchTheLogAndTheTableIsAligned) {
   const auto empty = run_cli({"summary", log, "--where", "T="});
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_TRUE(contains(empty.err, "no value after '='")) << empty.err;
+  const auto typo = run_cli({"summary", log, "--where", "T=2O"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_TRUE(contains(typo.err, "column 'T' holds numbers and '2O' is not one")) << typo.err;
   // Options compare alike; one that no run has is refused.
   const auto project = run_cli({"summary", log, "--csv", "--where", "option.project=true"});
   EXPECT_GE(lines_of(project.out), 2) << project.out;
