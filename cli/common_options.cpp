@@ -2,6 +2,10 @@
 
 #include <omp.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
 #include "cli/command.hpp"
 #include "core/limits.hpp"
 #include "core/plugin_loader.hpp"
@@ -24,6 +28,19 @@ po::options_description common_options_description() {
        "load solver plugins from a shared library or a directory of them (repeatable; also "
        "read from SINKGRAD_PLUGIN_PATH, colon-separated)");
   return options;
+}
+
+double parse_real_option(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || std::isspace(text[0]))
+    throw UsageError("--" + option + ": '" + text + "' is not a number");
+  // ERANGE: overflow to infinity, or underflow to 0 or a subnormal (precision lost).
+  if (errno == ERANGE)
+    throw UsageError("--" + option + ": '" + text + "' is beyond a double's range (it would be " +
+                     (std::isinf(value) ? "infinite" : "0 or lose its digits") + ")");
+  return value;
 }
 
 CommonOptions read_common_options(const po::variables_map& values) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/common_options.hpp"
 #include "cli/demo_report.hpp"
 #include "core/forward_spec.hpp"
 #include "core/limits.hpp"
@@ -68,9 +69,9 @@ int run_demo_command(const po::variables_map& values) {
   } catch (const Error& error) {
     throw UsageError(std::string("--dtype: ") + error.what());
   }
+  std::optional<double> eps;
+  if (values.count("eps")) eps = parse_real_option("eps", values["eps"].as<std::string>());
   try {
-    std::optional<double> eps;
-    if (values.count("eps")) eps = values["eps"].as<double>();
     settings.forward = make_forward_spec(values["forward"].as<std::string>(), eps);
   } catch (const Error& error) {
     throw UsageError(std::string("--forward/--eps: ") + error.what());
@@ -123,7 +124,7 @@ Command make_demo_command() {
          "precision")  //
         ("forward", po::value<std::string>()->default_value("columns_first")->value_name("NAME"),
          ("forward convention: " + forward_convention_names() + " (see 'grad --help')").c_str())  //
-        ("eps", po::value<double>()->value_name("X"),
+        ("eps", po::value<std::string>()->value_name("X"),
          "the forward's eps, finite and >= 0 (default: the convention's own, 'grad --help')");
   };
   command.run = run_demo_command;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/common_options.hpp"
 #include "cli/grad_solve.hpp"
 #include "cli/interrupt_cleanup.hpp"
 #include "cli/text_format.hpp"
@@ -42,9 +43,9 @@ GradRequest read_request(const po::variables_map& values) {
   } catch (const Error& error) {
     throw UsageError(std::string("--device: ") + error.what());
   }
+  std::optional<double> eps;
+  if (values.count("eps")) eps = parse_real_option("eps", values["eps"].as<std::string>());
   try {
-    std::optional<double> eps;
-    if (values.count("eps")) eps = values["eps"].as<double>();
     request.forward = make_forward_spec(values["forward"].as<std::string>(), eps);
   } catch (const Error& error) {
     throw UsageError(std::string("--forward/--eps: ") + error.what());
@@ -191,7 +192,7 @@ Command make_grad_command() {
              .c_str())  //
         ("forward", po::value<std::string>()->default_value("columns_first")->value_name("NAME"),
          ("forward convention: " + forward_conventions_help()).c_str())  //
-        ("eps", po::value<double>()->value_name("X"),
+        ("eps", po::value<std::string>()->value_name("X"),
          "the eps of every normalising denominator (sum + eps or max(sum, eps)) and of the "
          "base, finite and >= 0 (default: the convention's own, as listed under --forward)")  //
         ("dtype", po::value<std::string>()->value_name("float32|float64"),

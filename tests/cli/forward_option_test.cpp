@@ -85,6 +85,9 @@ TEST(ForwardOption, BadConventionsAndEpsAreRefused) {
       {{"--forward", "rows_first", "--eps", "-1e-6"}, "eps must be finite and >= 0"},
       {{"--forward", "tilekernels", "--eps", "nan"}, "eps must be finite and >= 0"},
       {{"--eps", "inf"}, "eps must be finite and >= 0"},
+      // An eps that would be read as 0 is not silently the convention without eps.
+      {{"--forward", "tilekernels", "--eps", "1e-400"}, "'1e-400' is beyond a double's range"},
+      {{"--eps", "1e-6x"}, "--eps: '1e-6x' is not a number"},
   };
   for (const auto& [extra, message] : cases) {
     std::vector<std::string> args{"grad",     "--input",          dir.file("in.h5"),
