@@ -35,6 +35,7 @@ SINKGRAD_HD MatrixOutcome cg_plain_matrix(const Team& team, const Matrices& mats
             !team_project_gradient<Real>(team, mats, project))
           team_fail<Real>(team, mats, SolveStatus::breakdown);
       });
+  settings.indefinite = true;  // I - RᵀR and the block system, away from convergence
   MatrixOutcome outcome;
   bool finite = false;
   if (system == PlainSystem::schur) {

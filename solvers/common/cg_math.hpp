@@ -19,7 +19,16 @@ struct CgSettings {
   // The floor under the stopping test, in multiples of the unit roundoff times the size of the
   // terms that make b (rhs_rounding_floor); 0: the relative test alone.
   Real floor_factor = 0;
+  // A may be indefinite (the plain systems away from convergence): there the recurrence's
+  // residual can drift from b - A x by orders of magnitude near a small eigenvalue, so a stop
+  // says ok only when the true residual is within true_residual_slack of the bound too.
+  bool indefinite = false;
 };
+
+// How far above the stopping bound the true residual of an indefinite solve may be and still
+// say ok: rounding in A x, u ||A|| ||x||, is below it unless ||x|| is thousands of times ||b||
+// in float32 (u / tolerance = 6e-3), where the gradient cancels and is not to be trusted anyway.
+inline constexpr int true_residual_slack = 16;
 
 // The absolute floor under CG's stopping test for a right-hand side b_j formed as a difference
 // of terms bounded by `terms` (team_schur_rhs): its rounding error. Where b cancels to that
@@ -113,6 +122,26 @@ SINKGRAD_HD double cg_relative_residual(Real rr, Real bb) {
   return bb > Real(0) ? double(sqrt_of(rr / bb)) : (rr == Real(0) ? 0.0 : quiet_nan<double>());
 }
 
+// ||scale b - A x||^2 (b without its mean with remove_mean, P = 1), x in the scaled units; Ap is
+// overwritten.
+template <class Real, class Team, int P, class Operator>
+SINKGRAD_HD Real true_residual_square(const Team& team, const Operator& A,
+                                      const CgVector<Team, P>& b, const CgVector<Team, P>& x,
+                                      CgVector<Team, P>& Ap, bool remove_mean, Real scale) {
+  A.apply(team, x, Ap);
+  Real mean = 0;
+  if (P == 1 && remove_mean)
+    mean = team.sum([&](Slot s) { return scale * b.part[0][s]; }) * (Real(1) / Real(team.n()));
+  return team.sum([&](Slot s) {
+    Real sum = 0;
+    for (int q = 0; q < P; ++q) {
+      const Real r = scale * b.part[q][s] - mean - Ap.part[q][s];
+      sum = fma_of(r, r, sum);
+    }
+    return sum;
+  });
+}
+
 // Solves A x = b from x = 0, or A x = b - mean(b) 1 with remove_mean (P = 1), until
 // ||r|| <= max(tolerance ||b||, floor) (floor: absolute, in b's units). A.apply(team, p, Ap).
 // record: a monitor or a residual history (cg_monitor.hpp), told ||r_k|| for k = 0 .. the last
@@ -203,10 +232,16 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
     monitor.residual(team, it, rr_next, unscale);
     if constexpr (decltype(monitor)::wants_iterates) monitor.iterate(team, it, x, unscale);
     if (!is_finite(rr_next)) return finish(SolveStatus::breakdown, it, rr_next);
-    if (rr_next <= threshold)
-      return finish(
-          rr_next <= relative || operator_seen ? SolveStatus::ok : SolveStatus::ill_conditioned, it,
-          rr_next);
+    if (rr_next <= threshold) {
+      const bool trusted = rr_next <= relative || operator_seen;
+      if (trusted && settings.indefinite) {
+        // Reported with the true residual, the one that says why the solve is not trusted.
+        const Real true_rr = true_residual_square(team, A, b, x, Ap, remove_mean, scale);
+        if (!(true_rr <= Real(true_residual_slack * true_residual_slack) * threshold))
+          return finish(SolveStatus::ill_conditioned, it, true_rr);
+      }
+      return finish(trusted ? SolveStatus::ok : SolveStatus::ill_conditioned, it, rr_next);
+    }
     const Real ratio = rr_next / rr;
     team.each([&](Slot s) {
       for (int q = 0; q < P; ++q) p.part[q][s] = fma_of(ratio, p.part[q][s], r.part[q][s]);
