@@ -1,6 +1,7 @@
 // Parsing and help for one command: its own options plus the common ones, `--help`, and the
 // translation of errors into messages and exit codes.
 
+#include <array>
 #include <iostream>
 
 #include "cli/command.hpp"
@@ -60,6 +61,22 @@ int run_command(const Command& command, const std::vector<std::string>& args) {
     po::notify(values);
     apply_common_options(read_common_options(values));
     return command.run(values);
+  } catch (const po::required_option& error) {
+    // A missing positional argument is named as the usage line shows it, not as its --option.
+    std::string message = one_line(error.what());
+    constexpr std::array<const char*, 4> ordinal{"first", "second", "third", "fourth"};
+    for (std::size_t k = 0; k < command.positional.size() && k < 4; ++k)
+      if (const std::string& name = command.positional[k]; error.get_option_name() == "--" + name) {
+        po::options_description own;
+        if (command.add_options) command.add_options(own);
+        const po::option_description* option = own.find_nothrow(name, false);
+        const std::string shown = option != nullptr ? option->semantic()->name() : name;
+        message = "missing " + shown + " (the " + ordinal[k] + " argument, or --" + name + " " +
+                  shown + ")";
+      }
+    std::cerr << prefix << "error: " << message << " (see 'sinkgrad " << command.name
+              << " --help')\n";
+    return exit_usage;
   } catch (const po::error& error) {
     std::cerr << prefix << "error: " << one_line(error.what()) << " (see 'sinkgrad " << command.name
               << " --help')\n";

@@ -63,14 +63,17 @@ class StreamMixing(nn.Module):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=4)
-    parser.add_argument("--d", type=int, default=16)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--backward", default="cg_corrected")
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n", type=int, default=4, help="streams per sample (R is n x n)")
+    parser.add_argument("--d", type=int, default=16, help="width of each stream")
+    parser.add_argument("--batch", type=int, default=64, help="samples per step")
+    parser.add_argument("--steps", type=int, default=40, help="training steps")
+    parser.add_argument("--iterations", type=int, default=20,
+                        help="T, the Sinkhorn iterations of the forward")
+    parser.add_argument("--backward", default="cg_corrected",
+                        help="the solver of the backward (sinkgrad solvers lists them)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
+                        help="precision of the model")
+    parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)

@@ -318,6 +318,16 @@ TEST(StudySummary, CsvRowsMatchTheLogAndTheTableIsAligned) {
   EXPECT_TRUE(contains(not_a_log.err, "tiny.ini")) << not_a_log.err;
 }
 
+TEST(StudyCommands, AMissingPositionalArgumentIsNamedAsTheUsageLineShowsIt) {
+  const auto summary = run_cli({"summary"});
+  EXPECT_EQ(summary.exit_code, 2);
+  EXPECT_TRUE(contains(summary.err, "missing LOG.h5 (the first argument, or --log LOG.h5)"))
+      << summary.err;
+  const auto run = run_cli({"run", "--quiet"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.err, "missing DEFINITION.ini (the first argument")) << run.err;
+}
+
 TEST(StudySummary, ALogWhoseStatusCountsDoNotMatchItsNamesIsRefusedSayingSo) {
   const ScratchDir dir;
   write_text(dir.file("tiny.ini"), tiny);
