@@ -21,11 +21,38 @@ std::vector<hsize_t> to_hsize(const std::vector<std::size_t>& shape) {
   return std::vector<hsize_t>(shape.begin(), shape.end());
 }
 
+// The filter of the dataset that this HDF5 cannot decode, as "32000 (lzf)", or "" if none: a
+// dataset written with one (h5py's LZF, Blosc) fails deep inside H5Dread with an error about a
+// plugin directory. Optional filters count: h5py marks LZF so, and stores the chunks it
+// compressed filtered.
+std::string undecodable_filter(const Dataset& dataset) {
+  const Handle plist(H5Dget_create_plist(dataset.id()));
+  const int count = plist.valid() ? H5Pget_nfilters(plist.get()) : -1;
+  for (int k = 0; k < count; ++k) {
+    unsigned flags = 0, config = 0;
+    std::size_t values = 0;
+    char name[80] = {};
+    const H5Z_filter_t filter = H5Pget_filter2(plist.get(), static_cast<unsigned>(k), &flags,
+                                               &values, nullptr, sizeof name, name, &config);
+    if (filter >= 0 && H5Zfilter_avail(filter) <= 0)
+      return std::to_string(filter) + (name[0] != '\0' ? " (" + std::string(name) + ")" : "");
+  }
+  return "";
+}
+
 // Reads the whole dataset in its stored element type `stored` into out (size elements).
 void raw_read(const Dataset& dataset, ElementType stored, void* out, std::size_t size) {
   if (size == 0) return;
-  checked_status(H5Dread(dataset.id(), memory_type(stored), H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
-                 "cannot read " + dataset.describe());
+  if (H5Dread(dataset.id(), memory_type(stored), H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0) return;
+  const std::string reason = take_hdf5_reason();  // before the calls below replace it
+  const std::string filter = undecodable_filter(dataset);
+  if (!filter.empty())
+    throw Error("cannot read " + dataset.describe() + ": it is compressed with HDF5 filter " +
+                filter +
+                ", which this HDF5 library cannot decode; write it uncompressed or "
+                "with gzip (h5py: compression='gzip')");
+  throw Error("cannot read " + dataset.describe() +
+              (reason.empty() ? std::string() : " (HDF5: " + reason + ")"));
 }
 
 }  // namespace
