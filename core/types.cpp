@@ -58,9 +58,9 @@ std::string_view describe(SolveStatus status) {
              "gradient is NaN";
     case SolveStatus::ill_conditioned:
       return "the system is singular to rounding in a direction that changes the gradient "
-             "(direct plain: an eigenvalue near the cut; CG: the operator at rounding level along b, "
-             "or cg_plain's true residual far above its recurrence's); gradient written but not "
-             "trusted";
+             "(direct plain: an eigenvalue near the cut; CG: the operator at rounding level along "
+             "b, or cg_plain's true residual far above its recurrence's); gradient written but "
+             "not trusted";
     case SolveStatus::fallback:
       return "the implicit solve failed or the forward was too far from converged for it; the "
              "gradient is unrolled's exact one";

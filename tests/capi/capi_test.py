@@ -398,6 +398,13 @@ class LoadingTheLibrary(unittest.TestCase):
         self.assertEqual(result.returncode, 0, f"{path}: {result.stdout}")
         return result.stdout.strip()
 
+    def assert_refused(self, path, reason):
+        """Loading path in a child raises SinkgradError naming the path and the reason."""
+        output = self.load(path)
+        self.assertTrue(output.startswith(f"SinkgradError: cannot load libsinkgrad_c from "
+                                          f"{path}: "), output)
+        self.assertIn(reason, output)
+
     def test_a_complete_copy_loads(self):
         self.assertEqual(self.load(self.write("libsinkgrad_c.so", self.image)), "loaded")
 
@@ -407,20 +414,14 @@ class LoadingTheLibrary(unittest.TestCase):
         for size in (40, 1000, len(self.image) // 2, len(self.image) - 64):
             path = self.write(f"cut_{size}.so", self.image[:size])
             with self.subTest(size=size):
-                output = self.load(path)
-                self.assertTrue(output.startswith(f"SinkgradError: cannot load libsinkgrad_c "
-                                                  f"from {path}: "), output)
-                self.assertIn("cut short or damaged", output)
+                self.assert_refused(path, "cut short or damaged")
 
     def test_files_that_are_no_shared_library_are_refused(self):
         for name, data in (("empty.so", b""), ("object.o", b"\x7fELF\2\1\1" + bytes(100)),
                            ("text.so", b"INPUT(libsinkgrad_c.so.1)\n" * 4)):
             path = self.write(name, data)
             with self.subTest(name=name):
-                output = self.load(path)
-                self.assertTrue(output.startswith(f"SinkgradError: cannot load libsinkgrad_c "
-                                                  f"from {path}: "), output)
-                self.assertIn("not a shared library", output)
+                self.assert_refused(path, "not a shared library")
 
     def test_a_fifo_is_refused_without_blocking(self):
         path = os.path.join(self.directory, "fifo.so")
