@@ -235,10 +235,13 @@ SINKGRAD_HD MatrixOutcome conjugate_gradient(const Team& team, const Operator& A
     if (rr_next <= threshold) {
       const bool trusted = rr_next <= relative || operator_seen;
       if (trusted && settings.indefinite) {
-        // Reported with the true residual, the one that says why the solve is not trusted.
+        // Reported with the true residual, the one that says why the solve is not trusted, as
+        // the last step's in the history too.
         const Real true_rr = true_residual_square(team, A, b, x, Ap, remove_mean, scale);
-        if (!(true_rr <= Real(true_residual_slack * true_residual_slack) * threshold))
+        if (!(true_rr <= Real(true_residual_slack * true_residual_slack) * threshold)) {
+          monitor.residual(team, it, true_rr, unscale);
           return finish(SolveStatus::ill_conditioned, it, true_rr);
+        }
       }
       return finish(trusted ? SolveStatus::ok : SolveStatus::ill_conditioned, it, rr_next);
     }
