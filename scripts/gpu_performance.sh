@@ -3,10 +3,12 @@
 # the CUDA parity tests, sinkgrad_bench_cuda, sinkgrad beside the seeds' Triton kernels and
 # torch.linalg.solve (experiments/compare_with_seeds.py), then beside TransformerEngine's fused
 # mHC Sinkhorn at n = 4 (te_vs_sinkgrad_bench.py, step te); each comparison prints its table.
-#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare,te,conventions,carry]
+#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare,te,conventions,carry,ncu]
 # The second argument picks steps (one command of the device tool has 10 minutes; conventions,
-# the forward and unrolled of every forward convention, and carry, the carry to M alone and
-# cg_corrected with it under tilekernels, run only when named);
+# the forward and unrolled of every forward convention, carry, the carry to M alone and
+# cg_corrected with it under tilekernels, and ncu, Nsight Compute's counters of one launch of
+# each kernel in NCU_SPECS (n:bench name, default the kernels of docs/performance.md's last
+# section), run only when named);
 # COMPARE_ARGS adds options to compare_with_seeds.py (e.g. "--batch-divisor 4").
 # Full logs go to $OUT when it is set (else to a temporary folder, named at the end).
 set -uo pipefail  # no -e: every step runs; the exit status says whether any failed
@@ -45,6 +47,27 @@ if [[ $steps == *,carry,* ]]; then  # tilekernels (eps > 0): the carry alone, an
     --benchmark_filter='^(carry|cg_corrected|unrolled)\[' > "$logs/bench_carry.log" 2>&1 ||
     failed=1
   grep -E '^(device:|arithmetic peaks|\|)' "$logs/bench_carry.log"
+fi
+
+if [[ $steps == *,ncu,* ]]; then  # one launch of each kernel at B = 2^20: what limits it
+  default_specs="4:forward/n4/f32 8:forward/n8/f32 32:forward/n32/f32 4:unrolled/n4/f32
+    16:unrolled/n16/f32 4:direct(corrected)/n4/f32 8:direct(corrected)/n8/f32
+    4:cg_corrected/n4/f32 8:cg_corrected/n8/f32 16:cg_corrected/n16/f32 8:cg_corrected/n8/f64
+    8:cg_plain(schur)/n8/f32"
+  for spec in ${NCU_SPECS:-$default_specs}; do
+    n=${spec%%:*}
+    name=${spec#*:}
+    filter="^$(sed 's/[()]/\\&/g' <<< "$name")/"  # the bench's names go on with /iterations:8
+    log=$logs/ncu_$(tr -c 'a-zA-Z0-9\n' _ <<< "$name").log
+    echo "== ncu $name"
+    SINKGRAD_BENCH_SIZES=$n ncu --clock-control none --launch-skip 2 --launch-count 1 \
+      --kernel-name regex:'team_kernel|per_matrix_kernel|carry_kernel' \
+      --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section InstructionStats --section MemoryWorkloadAnalysis \
+      "$build/bin/sinkgrad_bench_cuda" --benchmark_filter="$filter" > "$log" 2>&1 || failed=1
+    grep -E '^  [a-zA-Z].*\(|Duration|DRAM Throughput|Compute \(SM\) Throughput|Issued Ipc Active|No Eligible|Executed Instructions  |Registers Per Thread|Achieved Occupancy' "$log" ||
+      { failed=1; tail -n 3 "$log"; }
+  done
 fi
 
 if [[ $steps == *,compare,* ]]; then  # its rows come twice (as measured, then the table)
