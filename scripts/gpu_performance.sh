@@ -57,7 +57,8 @@ if [[ $steps == *,ncu,* ]]; then  # one launch of each kernel at B = 2^20: what 
   for spec in ${NCU_SPECS:-$default_specs}; do
     n=${spec%%:*}
     name=${spec#*:}
-    filter="^$(sed 's/[()]/\\&/g' <<< "$name")/"  # the bench's names go on with /iterations:8
+    filter=${name//(/\\(}
+    filter="^${filter//)/\\)}/"  # the bench's names go on with /iterations:8
     log=$logs/ncu_$(tr -c 'a-zA-Z0-9\n' _ <<< "$name").log
     echo "== ncu $name"
     SINKGRAD_BENCH_SIZES=$n ncu --clock-control none --launch-skip 2 --launch-count 1 \
