@@ -296,8 +296,9 @@ int sinkgrad_load_plugin_n(const char* path, int64_t length) {
 
 int sinkgrad_default_eps(const char* convention, double* eps) {
   return guarded("sinkgrad_default_eps", [&] {
-    if (convention == nullptr || eps == nullptr) throw Error("convention and eps are required");
-    *eps = make_forward_spec(convention, std::nullopt).eps;
+    if (eps == nullptr) throw Error("eps is required");
+    *eps =
+        make_forward_spec(convention == nullptr ? "columns_first" : convention, std::nullopt).eps;
   });
 }
 

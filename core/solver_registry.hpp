@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ class SolverRegistry {
   using Factory = std::function<std::unique_ptr<BackwardSolver>(const OptionValues&)>;
 
   // The process-wide registry; the built-in solvers are in it once libsinkgrad is loaded.
+  // Every member may be called from several threads at once (a plugin may be loaded while
+  // other threads create solvers); an entry, once added, stays where it is until exit.
   static SolverRegistry& global();
 
   // Throws Error when the name is taken, or when a name of the solver or its options is
@@ -36,6 +39,8 @@ class SolverRegistry {
     SolverInfo info;
     Factory factory;
   };
+  const Entry& entry(const std::string& name) const;  // the caller holds mutex_
+  mutable std::shared_mutex mutex_;
   std::map<std::string, Entry> entries_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -44,12 +45,33 @@ struct CpuForwardMatrices {
   math::StridedView<const Real> R_col(math::Slot s) const { return cross<const Real>(R, s.i); }
 };
 
-void check_forward_call(index_t logits_batch, int logits_n, index_t R_batch, int R_n,
-                        int iterations) {
+// Whether [a, a + a_count) and [b, b + b_count) share a byte (as addresses: device pointers too).
+template <class A, class B>
+bool overlap(const A* a, index_t a_count, const B* b, index_t b_count) {
+  const auto a_begin = reinterpret_cast<std::uintptr_t>(a);
+  const auto b_begin = reinterpret_cast<std::uintptr_t>(b);
+  const auto a_end = a_begin + static_cast<std::uintptr_t>(a_count) * sizeof(A);
+  const auto b_end = b_begin + static_cast<std::uintptr_t>(b_count) * sizeof(B);
+  return a != nullptr && b != nullptr && a_count > 0 && b_count > 0 && a_begin < b_end &&
+         b_begin < a_end;
+}
+
+// Shapes and bounds, and every output apart from the logits and from the other output: a
+// slice's R written over logits that another slice has yet to read gave a wrong R without an
+// error.
+template <class Real>
+void check_forward_call(BatchView<const Real> logits, BatchView<Real> R,
+                        const Real* column_violation, int iterations) {
   limits::check_forward_iterations(iterations, "the forward iteration count T");
-  if (logits_batch != R_batch || logits_n != R_n)
+  if (logits.batch != R.batch || logits.n != R.n)
     throw Error("forward: logits and R must have the same shape");
-  limits::check_batch_shape(logits_batch, logits_n);
+  limits::check_batch_shape(logits.batch, logits.n);
+  const index_t entries = logits.size();
+  if (overlap(R.data, entries, logits.data, entries))
+    throw Error("forward: R overlaps logits: R needs memory of its own");
+  if (overlap(column_violation, logits.batch, logits.data, entries) ||
+      overlap(column_violation, logits.batch, R.data, entries))
+    throw Error("forward: column_violation overlaps logits or R: it needs memory of its own");
 }
 
 // The CPU's loop over a batch: forward(b, work) -> math::ForwardOutcome for matrix b, with
@@ -170,7 +192,7 @@ index_t forward_on_cpu(BatchView<const Real> logits, int iterations, BatchView<R
 template <class Real>
 index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                          Real* column_violation) {
-  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
+  check_forward_call(logits, R, column_violation, iterations);
   return forward_on_cpu(logits, iterations, R, column_violation, ForwardSpec{});
 }
 
@@ -225,7 +247,7 @@ template <class Real>
 index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                          Real* column_violation, Device device) {
   if (device == Device::cpu) return sinkhorn_forward(logits, iterations, R, column_violation);
-  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
+  check_forward_call(logits, R, column_violation, iterations);
 #if defined(SINKGRAD_WITH_CUDA)
   return forward_on_cuda(logits, R, column_violation,
                          [&](BatchView<const Real> M, BatchView<Real> out, Real* violation,
@@ -246,7 +268,7 @@ index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView
   check_forward_spec(forward);
   if (is_default_forward(forward))
     return sinkhorn_forward(logits, iterations, R, column_violation, device);
-  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
+  check_forward_call(logits, R, column_violation, iterations);
   if (device == Device::cpu)
     return forward_on_cpu(logits, iterations, R, column_violation, forward);
 #if defined(SINKGRAD_WITH_CUDA)
@@ -270,7 +292,7 @@ template <class Real>
 void sinkhorn_forward_async(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                             void* stream, const ForwardSpec& forward) {
   check_forward_spec(forward);
-  check_forward_call(logits.batch, logits.n, R.batch, R.n, iterations);
+  check_forward_call(logits, R, static_cast<const Real*>(nullptr), iterations);
 #if defined(SINKGRAD_WITH_CUDA)
   if (logits.space != MemorySpace::device || R.space != MemorySpace::device)
     throw Error("the stream-ordered forward needs logits and R in device memory");

@@ -11,7 +11,8 @@ namespace sinkgrad {
 
 // R = Sinkhorn_T(exp(logits)) for every matrix; column_violation[b] = max_j |c_j - 1| (NaN for
 // a matrix whose logits are not finite; its R is NaN too). Returns the number of such matrices.
-// logits, R and column_violation must be host memory; the overload below takes a Device.
+// logits, R and column_violation must be host memory; the overload below takes a Device. Every
+// overload throws Error when R overlaps logits or column_violation overlaps either.
 template <class Real>
 index_t sinkhorn_forward(BatchView<const Real> logits, int iterations, BatchView<Real> R,
                          Real* column_violation);

@@ -24,7 +24,11 @@
  *          1000000, `sinkgrad solvers` lists each); a real option finite in float32;
  *   threads  the OpenMP thread count (OMP_NUM_THREADS, omp_set_num_threads) at most 1024: a
  *          computing call refuses a larger one before any thread is started (libgomp
- *          crashes with tens of thousands). */
+ *          crashes with tens of thousands).
+ * Memory: an output may not overlap an input or another output (R and logits in a forward; the
+ * gradient, status, iterations and diagnostics against logits, R, G and each other in a solve):
+ * such a call is refused with a message naming both, nothing is computed in place.
+ * Threads: a plugin may be loaded while other threads create, check or list solvers. */
 #ifndef SINKGRAD_C_H
 #define SINKGRAD_C_H
 
@@ -111,7 +115,8 @@ SINKGRAD_C_API int sinkgrad_solver_names(const char** names);
 SINKGRAD_C_API int sinkgrad_has_cuda(void);
 
 /* The eps a forward convention adds when none is given, written to *eps: the library's one table
- * of them, which the Python layer reads instead of keeping its own. */
+ * of them, which the Python layer reads instead of keeping its own (NULL means columns_first,
+ * as below). */
 SINKGRAD_C_API int sinkgrad_default_eps(const char* convention, double* eps);
 
 /* The same two for a chosen forward convention (docs/math.md, "Forward conventions"):

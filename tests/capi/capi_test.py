@@ -184,6 +184,26 @@ class ThroughTheCAbi(unittest.TestCase):
                              G.ctypes.data, grad.ctypes.data, status.ctypes.data,
                              iterations.ctypes.data, tuple(diagnostics), 0)
 
+    def test_a_forward_whose_r_overlaps_its_logits_is_refused(self):
+        # R one matrix after the logits: each slice's R was written over logits another slice
+        # had yet to read, and the call returned 0 with a wrong R.
+        B, n, T = 6, 4, 3
+        M = np.random.default_rng(12).random((B + 1, n, n)) * 4.0
+        expected = forward_tape(M[:B], T)[1]
+        for name, convention in (("columns_first", None), ("tilekernels", 1e-6)):
+            for shift in (0, 1, B - 1):  # in place, and shifted by one matrix or by B - 1
+                data = M.copy()
+                before = data.copy()
+                with self.assertRaisesRegex(SinkgradError, "forward: R overlaps logits"):
+                    LIB.forward(CPU, 8, B, n, T, data.ctypes.data,
+                                data.ctypes.data + shift * n * n * 8,
+                                (name, np.nan if convention is None else convention))
+                self.assertTrue(np.array_equal(data, before))  # refused before anything ran
+        # Adjacent but apart is no overlap: R just past the logits' last byte.
+        data = np.concatenate([M[:B], np.empty_like(M[:B])])
+        LIB.forward(CPU, 8, B, n, T, data.ctypes.data, data[B:].ctypes.data)
+        self.assertLess(np.max(np.abs(data[B:] - expected)), 1e-14)
+
     def test_many_option_sets_keep_solving(self):
         # The kept solvers are bounded (older ones dropped past 256): solving goes on, with the
         # same gradient from a solver made again.
@@ -342,6 +362,12 @@ class Conventions(unittest.TestCase):
         self.assertEqual(LIB.default_eps("columns_first"), 0.0)
         self.assertEqual(LIB.default_eps("rows_first"), 0.0)
         self.expect_error(lambda: LIB.default_eps("sinkhorn"), "unknown forward convention")
+        # NULL names columns_first here as in every function that takes a convention.
+        eps = ctypes.c_double(-1.0)
+        self.assertEqual(LIB._lib.sinkgrad_default_eps(None, ctypes.byref(eps)), 0)
+        self.assertEqual(eps.value, LIB.default_eps("columns_first"))
+        self.assertNotEqual(LIB._lib.sinkgrad_default_eps(b"tilekernels", None), 0)
+        self.assertIn("eps is required", LIB.last_error())
         M = inputs(2, 4, 3, seed=10)[0]
         for eps in (None, float("nan")):
             np.testing.assert_array_equal(LIB.forward_numpy(M, 3, ("tilekernels", eps)),

@@ -3,12 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/solver_registry.hpp"
+#include "forward/sinkhorn_forward.hpp"
 #include "tests/support/random_inputs.hpp"
 #include "tests/support/solve_helpers.hpp"
 
@@ -235,6 +239,66 @@ TEST(ApiErrors, DeviceMemoryOnTheCpuIsRefused) {
     p.problem.forward_output.space = MemorySpace::device;
     expect_error([&] { config.create()->solve(p.problem, p.result); }, {"host memory"});
   }
+}
+
+// R written over logits that another matrix has yet to read gave a wrong R and no error.
+TEST(ApiErrors, ForwardOutputsNeedMemoryOfTheirOwn) {
+  const int B = 3, n = 4, T = 5;
+  HostBatch<double> both(2 * B, n);
+  const BatchView<const double> logits{both.view().data, B, n};
+  for (const index_t shift : {index_t(0), index_t(1), index_t(B - 1)}) {
+    const BatchView<double> R{both.view().data + shift * n * n, B, n};
+    expect_error([&] { sinkhorn_forward<double>(logits, T, R, nullptr); }, {"R overlaps logits"});
+    expect_error(
+        [&] {
+          sinkhorn_forward<double>(logits, T, R, nullptr, Device::cpu,
+                                   ForwardSpec{ForwardConvention::tilekernels, 1e-6});
+        },
+        {"R overlaps logits"});
+  }
+  HostBatch<double> R(B, n);
+  std::vector<double> violation(B);
+  expect_error([&] { sinkhorn_forward<double>(logits, T, R.view(), both.view().data); },
+               {"column_violation overlaps logits or R"});
+  expect_error([&] { sinkhorn_forward<double>(logits, T, R.view(), R.view().data + 1); },
+               {"column_violation overlaps logits or R"});
+  // Right after the logits is apart from them.
+  const BatchView<double> after{both.view().data + B * n * n, B, n};
+  EXPECT_NO_THROW(sinkhorn_forward<double>(logits, T, after, violation.data()));
+}
+
+// A solver registered while other threads look solvers up (a plugin loaded beside running
+// solves): every lookup sees a whole registry, before or after the insertion.
+TEST(ApiErrors, RegistryTakesSolversWhileOthersLookThemUp) {
+  SolverRegistry registry;
+  SolverInfo base = SolverRegistry::global().info("unrolled");
+  const auto factory = [](const OptionValues&) {
+    return SolverRegistry::global().create("unrolled");
+  };
+  registry.add(base, factory);
+  constexpr int added = 400;
+  std::atomic<bool> done{false};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r)
+    readers.emplace_back([&] {
+      while (!done.load()) {
+        const std::vector<std::string> names = registry.names();
+        if (names.empty() || !std::is_sorted(names.begin(), names.end())) ++wrong;
+        if (!registry.contains("unrolled") || registry.info("unrolled").name != "unrolled" ||
+            registry.create("unrolled") == nullptr)
+          ++wrong;
+      }
+    });
+  for (int k = 0; k < added; ++k) {
+    SolverInfo info = base;
+    info.name = "copy_" + std::to_string(k);
+    registry.add(info, factory);
+  }
+  done = true;
+  for (auto& reader : readers) reader.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(registry.names().size(), std::size_t(added + 1));
 }
 
 }  // namespace

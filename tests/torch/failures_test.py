@@ -177,9 +177,9 @@ class StreamOrderedCAbi(unittest.TestCase):
         with self.assertRaisesRegex(sgt.SinkgradError, r"device must be 0 \(cpu\) or 1"):
             lib.check_solver("unrolled", "", 7, 8)
         if not torch.cuda.is_available():  # host memory on a machine without a GPU
-            M = torch.zeros(1, 4, 4)
+            M, R = torch.zeros(1, 4, 4), torch.zeros(1, 4, 4)
             with self.assertRaisesRegex(sgt.SinkgradError, r"no CUDA"):
-                lib.forward_async(4, 1, 4, 3, M.data_ptr(), M.data_ptr(), None)
+                lib.forward_async(4, 1, 4, 3, M.data_ptr(), R.data_ptr(), None)
 
 
 class Plugins(unittest.TestCase):
