@@ -1,9 +1,10 @@
 // `auto`: the implicit backward safe to train with. Per matrix, the corrected implicit solve
-// (cg_corrected's bits), and for the matrices where that fails or where the forward is too far
-// from converged for the corrected formula (its error is about the marginals' violation), the
-// exact unrolled gradient (unrolled's bits), computed for those matrices only, on the same
-// device, without waiting for the GPU (solvers/unrolled/unrolled_fallback.hpp). The status
-// says which path each matrix took: ok, or fallback.
+// (cg_corrected's bits), and for the matrices where that fails, where the forward is too far
+// from converged for the corrected formula, or where the implicit gradient is too small beside
+// that distance to be trusted (cg_corrected_math.hpp, ImplicitTrust), the exact unrolled
+// gradient (unrolled's bits), computed for those matrices only, on the same device, without
+// waiting for the GPU (solvers/unrolled/unrolled_fallback.hpp). The status says which path each
+// matrix took: ok, or fallback.
 
 #include <memory>
 
@@ -17,8 +18,6 @@
 
 namespace sinkgrad {
 namespace {
-
-constexpr double default_max_violation = 1e-5;
 
 class AutoSolver : public SolverVariants<AutoSolver> {
  public:
@@ -45,12 +44,14 @@ class AutoSolver : public SolverVariants<AutoSolver> {
   void run(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
            Device device) const {
     const int n = problem.grad_output.n;
-    const auto max_violation = options().is_auto("max_violation")
-                                   ? static_cast<Real>(default_max_violation)
-                                   : static_cast<Real>(options().real("max_violation"));
+    const auto option = [&](const char* name, double automatic) {
+      return static_cast<Real>(options().is_auto(name) ? automatic : options().real(name));
+    };
+    const math::ImplicitTrust<Real> trust{option("max_violation", math::auto_max_violation),
+                                          option("gradient_floor", math::auto_gradient_floor)};
     cg_corrected_batch(problem, result, device,
                        cg_settings<Real>(options(), n, cg_corrected_auto_iterations(n)),
-                       options().text("project") == "true", max_violation);
+                       options().text("project") == "true", trust);
     replace_by_unrolled(problem, result, device, FallbackStatus::mark);
   }
 };
@@ -65,6 +66,13 @@ void register_auto(SolverRegistry& registry) {
       "matrices whose forward marginals are farther from one (max |r_i - 1|, max |c_j - 1|) get "
       "the exact unrolled gradient instead of the corrected implicit one, whose error is about "
       "that violation (auto: 1e-5)",
+      0, true));
+  options.push_back(OptionSpec::real(
+      "gradient_floor", "auto",
+      "matrices whose implicit gradient is smaller than gradient_floor x their violation x "
+      "||R * G|| get the exact unrolled gradient: where dL/dR lies along the marginal the "
+      "forward left inexact (copied streams) the implicit gradient vanishes and the exact one "
+      "does not (auto: 1e4; 0: off)",
       0, true));
   SolverInfo info{"auto",
                   "the corrected implicit gradient by CG where it succeeds and the forward is near "

@@ -15,13 +15,13 @@ struct CgCorrectedTeam {
   BackwardResult<Real> result;
   math::CgSettings<Real> settings;
   math::GradientSide project;
-  Real max_violation;
+  math::ImplicitTrust<Real> trust;
   __device__ MatrixOutcome operator()(const TeamFor<Real, Shape>& team, Tile<Real> R, Tile<Real> G,
                                       index_t b) const {
     const TileMatrices<Real, Shape> mats(R, G, team.lane(), team.n());
-    return store_residual(team, result, b,
-                          math::cg_corrected_matrix(team, mats, settings, history_row(result, b),
-                                                    project, max_violation));
+    return store_residual(
+        team, result, b,
+        math::cg_corrected_matrix(team, mats, settings, history_row(result, b), project, trust));
   }
 };
 
@@ -29,16 +29,18 @@ struct CgCorrectedTeam {
 
 template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                  math::CgSettings<Real> settings, math::GradientSide project, Real max_violation) {
+                  math::CgSettings<Real> settings, math::GradientSide project,
+                  math::ImplicitTrust<Real> trust) {
   // The exact side eliminated, as cg_plain does (solvers/cg_corrected/cg_corrected_math.hpp).
   launch_teams_on_exact_rows(problem, result, [&](auto shape) {
-    return CgCorrectedTeam<Real, decltype(shape)>{result, settings, project, max_violation};
+    return CgCorrectedTeam<Real, decltype(shape)>{result, settings, project, trust};
   });
 }
 
 template void cg_corrected(const BackwardProblem<float>&, const BackwardResult<float>&,
-                           math::CgSettings<float>, math::GradientSide, float);
+                           math::CgSettings<float>, math::GradientSide, math::ImplicitTrust<float>);
 template void cg_corrected(const BackwardProblem<double>&, const BackwardResult<double>&,
-                           math::CgSettings<double>, math::GradientSide, double);
+                           math::CgSettings<double>, math::GradientSide,
+                           math::ImplicitTrust<double>);
 
 }  // namespace sinkgrad::cuda

@@ -9,16 +9,17 @@
 // (SINKGRAD_WITH_CUDA).
 
 #include "core/backward_problem.hpp"
-#include "solvers/common/cg_math.hpp"
+#include "solvers/cg_corrected/cg_corrected_math.hpp"
 #include "solvers/common/invariant_side.hpp"
 
 namespace sinkgrad::cuda {
 
 // project: the side to project the gradient on, in the coordinates of the tiles (transposed
-// after a forward that left the columns exact); max_violation: as cg_corrected_matrix's
-// (infinity: every matrix is solved).
+// after a forward that left the columns exact); trust: as cg_corrected_matrix's (the default
+// trusts every matrix).
 template <class Real>
 void cg_corrected(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
-                  math::CgSettings<Real> settings, math::GradientSide project, Real max_violation);
+                  math::CgSettings<Real> settings, math::GradientSide project,
+                  math::ImplicitTrust<Real> trust = {});
 
 }  // namespace sinkgrad::cuda

@@ -26,20 +26,62 @@ SINKGRAD_HD bool cg_corrected_gradient(const Team& team, const Matrices& mats,
          team_project_gradient<Real>(team, mats, project);
 }
 
-// record: a residual history or a monitor (solvers/common/cg_monitor.hpp). max_violation: a
-// matrix whose marginals are farther from one (max |r_i - 1|, |c_j - 1|) is not solved but
-// left to the exact fallback (auto): status fallback, its gradient NaN until then.
+// Which matrices `auto` leaves to the exact fallback instead of trusting their corrected
+// implicit gradient (status fallback, the gradient NaN until the fallback writes it):
+// - those whose marginals are farther from one than max_violation (max |r_i - 1|, |c_j - 1|),
+//   not solved;
+// - those whose implicit gradient is smaller than gradient_floor x violation x ||R ⊙ G||
+//   (Frobenius norms): the implicit formulas hold the marginals fixed, so where G lies along the
+//   side the forward left inexact (mHC's copied streams) the implicit gradient vanishes while
+//   the T-step forward's is of the order of the marginals' derivative, which the violation does
+//   not bound (docs/math.md, `auto`).
+// The defaults trust every matrix (cg_corrected).
+template <class Real>
+struct ImplicitTrust {
+  Real max_violation = infinity<Real>();
+  Real gradient_floor = 0;
+};
+
+// auto's defaults: max_violation keeps the corrected formula's error near the violation for G in
+// general position (docs/math.md); gradient_floor sends copied streams to the fallback while
+// random G keeps every ok matrix (float64, n = 2..8, T = 2..20, N(0, 1) and 3 N(0, 1) logits).
+inline constexpr double auto_max_violation = 1e-5;
+inline constexpr double auto_gradient_floor = 1e4;
+
+// Whether ||grad||^2 >= bound^2 weighted_square (weighted_square: ||R ⊙ G||^2, taken before the
+// gradient was written, which on the GPU goes over G); false where a square overflowed, which
+// leaves the matrix to the exact fallback.
+template <class Real, class Team, class Matrices>
+SINKGRAD_HD bool implicit_gradient_above(const Team& team, const Matrices& mats, Real bound,
+                                         Real weighted_square) {
+  const int n = team.n();
+  const Real square = team.sum([&](Slot s) {
+    const auto& grad = mats.grad_row(s);
+    Real sum = 0;
+    SINKGRAD_UNROLL
+    for (int j = 0; j < Team::cap; ++j) {
+      if (j >= n) break;
+      sum = fma_of(grad[j], grad[j], sum);
+    }
+    return sum;
+  });
+  return square >= bound * bound * weighted_square && weighted_square < infinity<Real>();
+}
+
+// record: a residual history or a monitor (solvers/common/cg_monitor.hpp).
 template <class Real, class Team, class Matrices, class Record>
 SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& mats,
                                               CgSettings<Real> settings, const Record& record,
                                               GradientSide project = GradientSide::none,
-                                              Real max_violation = infinity<Real>()) {
+                                              ImplicitTrust<Real> trust = {}) {
   TeamMarginals<Team> m;
-  Real violation = 0;
-  const bool checked = max_violation < infinity<Real>();
-  if (!team_marginals<Real>(team, mats, m, checked ? &violation : nullptr))
+  Real violation = 0, weighted_square = 0;
+  const bool checked = trust.max_violation < infinity<Real>();
+  const bool floored = checked && trust.gradient_floor > Real(0);
+  if (!team_marginals<Real>(team, mats, m, checked ? &violation : nullptr,
+                            floored ? &weighted_square : nullptr))
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
-  if (!(violation <= max_violation)) {
+  if (!(violation <= trust.max_violation)) {
     // No iteration: the record's "not performed".
     cg_monitor<Real>(record, team).begin(team, settings.max_iterations);
     return team_fail<Real>(team, mats, SolveStatus::fallback);
@@ -70,6 +112,9 @@ SINKGRAD_HD MatrixOutcome cg_corrected_matrix(const Team& team, const Matrices& 
   // moves it by about the tolerance.
   if (!cg_corrected_gradient<Real>(team, mats, m, beta.part[0], project))
     return team_fail<Real>(team, mats, SolveStatus::breakdown, outcome.iterations);
+  if (floored && violation > Real(0) && outcome.status == SolveStatus::ok &&
+      !implicit_gradient_above<Real>(team, mats, trust.gradient_floor * violation, weighted_square))
+    return team_fail<Real>(team, mats, SolveStatus::fallback, outcome.iterations);
   return outcome;
 }
 

@@ -19,28 +19,29 @@ namespace sinkgrad {
 template <class Real>
 void cg_corrected_batch(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result,
                         Device device, math::CgSettings<Real> settings, bool project,
-                        Real max_violation) {
+                        math::ImplicitTrust<Real> trust) {
   // The exact side eliminated (cg_corrected_math.hpp): R^T and G^T, read transposed in place,
   // when the forward's last step normalised columns; the projection's side seen from there.
   const math::GradientSide side = projection_side(
       project, problem.forward, last_step_normalises_columns(problem.forward.convention));
   if (device == Device::cuda) {
 #if defined(SINKGRAD_WITH_CUDA)
-    return cuda::cg_corrected(problem, result, settings, side, max_violation);
+    return cuda::cg_corrected(problem, result, settings, side, trust);
 #else
     throw Error("cg_corrected on cuda needs a build with CUDA");
 #endif
   }
   solve_each_matrix_on_exact_rows(
       problem, result, [&](const auto& team, const auto& mats, const auto& record) {
-        return math::cg_corrected_matrix(team, mats, settings, record, side, max_violation);
+        return math::cg_corrected_matrix(team, mats, settings, record, side, trust);
       });
 }
 
 template void cg_corrected_batch(const BackwardProblem<float>&, const BackwardResult<float>&,
-                                 Device, math::CgSettings<float>, bool, float);
+                                 Device, math::CgSettings<float>, bool, math::ImplicitTrust<float>);
 template void cg_corrected_batch(const BackwardProblem<double>&, const BackwardResult<double>&,
-                                 Device, math::CgSettings<double>, bool, double);
+                                 Device, math::CgSettings<double>, bool,
+                                 math::ImplicitTrust<double>);
 
 namespace {
 
@@ -57,14 +58,14 @@ class CgCorrectedSolver : public SolverVariants<CgCorrectedSolver> {
   template <class Real>
   void run_cpu(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     cg_corrected_batch(problem, result, Device::cpu, settings<Real>(problem),
-                       options().text("project") == "true", math::infinity<Real>());
+                       options().text("project") == "true");
   }
 
 #if defined(SINKGRAD_WITH_CUDA)
   template <class Real>
   void run_cuda(const BackwardProblem<Real>& problem, const BackwardResult<Real>& result) const {
     cg_corrected_batch(problem, result, Device::cuda, settings<Real>(problem),
-                       options().text("project") == "true", math::infinity<Real>());
+                       options().text("project") == "true");
   }
 #endif
 

@@ -22,10 +22,10 @@ struct TeamMarginals {
 
 // Checks R and G (finite, R >= 0, no zero row or column of R) and computes the marginals.
 // Returns false (on every lane) for invalid input. violation, when not null, receives
-// max(|r_i - 1|, |c_j - 1|) over all i, j.
+// max(|r_i - 1|, |c_j - 1|) over all i, j; weighted_square, when not null, ||R ⊙ G||^2.
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarginals<Team>& m,
-                                Real* violation = nullptr) {
+                                Real* violation = nullptr, Real* weighted_square = nullptr) {
   const int n = team.n();
   bool ok = true;
   Real largest = 0;
@@ -55,6 +55,20 @@ SINKGRAD_HD bool team_marginals(const Team& team, const Matrices& mats, TeamMarg
   });
   if (violation != nullptr) {
     *violation = team.max([&](Slot) { return largest; });
+  }
+  if (weighted_square != nullptr) {
+    *weighted_square = team.sum([&](Slot s) {
+      const auto& R = mats.R_row(s);
+      const auto& G = mats.G_row(s);
+      Real sum = 0;
+      SINKGRAD_UNROLL
+      for (int j = 0; j < Team::cap; ++j) {
+        if (j >= n) break;
+        const Real x = R[j] * G[j];
+        sum = fma_of(x, x, sum);
+      }
+      return sum;
+    });
   }
   return team.all(ok);
 }

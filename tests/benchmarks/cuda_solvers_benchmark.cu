@@ -283,9 +283,9 @@ void carry(const BackwardProblem<Real>& p, const BackwardResult<Real>& r, bool b
 // and the carry skips); cg_corrected is carried by its solve, before on_failure's fallback.
 template <class Real>
 void corrected_then_fallback(const BackwardProblem<Real>& p, const BackwardResult<Real>& r,
-                             Real max_violation, bool fail, FallbackStatus mode) {
+                             math::ImplicitTrust<Real> trust, bool fail, FallbackStatus mode) {
   const int n = p.grad_output.n;
-  cuda::cg_corrected(p, r, auto_settings<Real>(2 * n, n), default_side(p), max_violation);
+  cuda::cg_corrected(p, r, auto_settings<Real>(2 * n, n), default_side(p), trust);
   if (mode == FallbackStatus::keep) carry(p, r, true);
   if (fail) {
     const index_t batch = p.grad_output.batch;
@@ -319,21 +319,20 @@ void run_kernel(Kernel kernel, const BackwardProblem<Real>& p, const BackwardRes
                      default_side(p));
       break;
     case Kernel::cg_corrected:
-      cuda::cg_corrected(p, r, auto_settings<Real>(2 * n, n), default_side(p),
-                         math::infinity<Real>());
+      cuda::cg_corrected(p, r, auto_settings<Real>(2 * n, n), default_side(p));
       break;
     case Kernel::automatic:
     case Kernel::automatic_1pct:
-      corrected_then_fallback(p, r, Real(1e-5), kernel == Kernel::automatic_1pct,
-                              FallbackStatus::mark);
+      corrected_then_fallback(p, r,
+                              {Real(math::auto_max_violation), Real(math::auto_gradient_floor)},
+                              kernel == Kernel::automatic_1pct, FallbackStatus::mark);
       break;
     case Kernel::automatic_none:
-      corrected_then_fallback(p, r, math::infinity<Real>(), false, FallbackStatus::mark);
+      corrected_then_fallback(p, r, {}, false, FallbackStatus::mark);
       break;
     case Kernel::on_failure:
     case Kernel::on_failure_1pct:
-      corrected_then_fallback(p, r, math::infinity<Real>(), kernel == Kernel::on_failure_1pct,
-                              FallbackStatus::keep);
+      corrected_then_fallback(p, r, {}, kernel == Kernel::on_failure_1pct, FallbackStatus::keep);
       break;
     case Kernel::direct_corrected:
       cuda::direct(p, r, math::SchurSystem::corrected, invariant_side(p.forward));

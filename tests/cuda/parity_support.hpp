@@ -23,6 +23,7 @@
 #include "solvers/direct/schur_matrix.hpp"
 #include "tests/cuda/gpu_required.hpp"
 #include "tests/support/random_inputs.hpp"
+#include "tests/support/reference_math.hpp"
 #if defined(SINKGRAD_WITH_CUDA)
 #include "kernels/cuda/device_memory.hpp"
 #endif
@@ -131,13 +132,6 @@ Outputs<Real> solve_on(const BackwardSolver& solver, const Inputs<Real>& in, Dev
   }
   solver.solve(problem, result, device);
   return out;
-}
-
-template <class Real>
-double frobenius(const Real* x, int count) {
-  double sum = 0;
-  for (int k = 0; k < count; ++k) sum += double(x[k]) * double(x[k]);
-  return std::sqrt(sum);
 }
 
 // Gradient agreement required per matrix, relative to max(||grad||, ||R ⊙ G||) (the scale of

@@ -158,6 +158,14 @@ double weighted_difference_norm(const A& a, const B& b, const W& R, size_t count
   return static_cast<double>(std::sqrt(sum));
 }
 
+// ||a||_F
+template <class A>
+double frobenius(const A& a, size_t count) {
+  Wide sum = 0;
+  for (size_t k = 0; k < count; ++k) sum += Wide(a[k]) * Wide(a[k]);
+  return static_cast<double>(std::sqrt(sum));
+}
+
 // ||a - b||_F
 template <class A, class B>
 double difference_norm(const A& a, const B& b, size_t count) {
