@@ -206,8 +206,9 @@ def sinkhorn(logits, iterations, *, backward="unrolled", options=None, forward="
     strides. iterations: T, an int from 1 to MAX_ITERATIONS (10**6). backward: a registered
     solver name (built-in: unrolled, auto, cg_plain, cg_corrected, direct; plugins from
     SINKGRAD_PLUGIN_PATH or load_plugin). "auto" is the implicit backward safe to train with:
-    cg_corrected per matrix, the exact unrolled gradient where that fails or the forward is too
-    far from converged (status fallback). Under tilekernels (eps > 0) and mhc_triton the implicit
+    cg_corrected per matrix, the exact unrolled gradient where that fails, where the forward is
+    too far from converged, or where the implicit gradient is too small beside that distance to
+    be trusted, as with copied streams (status fallback). Under tilekernels (eps > 0) and mhc_triton the implicit
     solvers' gradient is carried from log B to the logits (docs/math.md). options: a dict passed
     to the solver as --option key=value is. forward: the forward convention, "columns_first" (exp(logits), T times
     columns then rows), "rows_first" (TransformerEngine: rows then columns) or "tilekernels"
