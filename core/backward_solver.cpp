@@ -1,7 +1,6 @@
 #include "core/backward_solver.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -11,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/limits.hpp"
 #include "core/log_base_chain.hpp"
+#include "core/memory_spans.hpp"
 #include "core/solve_diagnostics.hpp"
 #include "core/solver_contract.hpp"
 
@@ -30,19 +30,6 @@ template <class Real>
 bool all_in(MemorySpace space, const BackwardProblem<Real>& p, const BackwardResult<Real>& r) {
   return p.forward_output.space == space && p.grad_output.space == space &&
          (p.logits.data == nullptr || p.logits.space == space) && r.grad_logits.space == space;
-}
-
-// The bytes of an array of count T's, for the overlap test (as addresses: device pointers too).
-struct Span {
-  std::uintptr_t begin, end;
-  const char* what;
-};
-
-template <class T>
-Span span_of(const char* what, const T* data, index_t count) {
-  const auto begin = reinterpret_cast<std::uintptr_t>(data);
-  return {begin, data == nullptr ? begin : begin + static_cast<std::uintptr_t>(count) * sizeof(T),
-          what};
 }
 
 // Every output (the gradient, status, iterations, the history and the diagnostics, which are
@@ -66,9 +53,6 @@ void check_outputs_apart(const BackwardProblem<Real>& p, const BackwardResult<Re
       span_of("column_violation", d.column_violation, batch),
       span_of("relative_residual", d.relative_residual, batch),
       span_of("zero_entries", d.zero_entries, batch)};
-  const auto overlap = [](const Span& a, const Span& b) {
-    return a.begin < a.end && b.begin < b.end && a.begin < b.end && b.begin < a.end;
-  };
   for (std::size_t o = 0; o < std::size(outputs); ++o) {
     for (const Span& other : inputs)
       if (overlap(outputs[o], other))

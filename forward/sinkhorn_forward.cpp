@@ -2,11 +2,11 @@
 
 #include <atomic>
 #include <cstddef>
-#include <cstdint>
 #include <type_traits>
 #include <vector>
 
 #include "core/limits.hpp"
+#include "core/memory_spans.hpp"
 #include "forward/convention_forward.hpp"
 #include "forward/convention_team.hpp"
 #include "forward/forward_form.hpp"
@@ -45,17 +45,6 @@ struct CpuForwardMatrices {
   math::StridedView<const Real> R_col(math::Slot s) const { return cross<const Real>(R, s.i); }
 };
 
-// Whether [a, a + a_count) and [b, b + b_count) share a byte (as addresses: device pointers too).
-template <class A, class B>
-bool overlap(const A* a, index_t a_count, const B* b, index_t b_count) {
-  const auto a_begin = reinterpret_cast<std::uintptr_t>(a);
-  const auto b_begin = reinterpret_cast<std::uintptr_t>(b);
-  const auto a_end = a_begin + static_cast<std::uintptr_t>(a_count) * sizeof(A);
-  const auto b_end = b_begin + static_cast<std::uintptr_t>(b_count) * sizeof(B);
-  return a != nullptr && b != nullptr && a_count > 0 && b_count > 0 && a_begin < b_end &&
-         b_begin < a_end;
-}
-
 // Shapes and bounds, and every output apart from the logits and from the other output: a
 // slice's R written over logits that another slice has yet to read gave a wrong R without an
 // error.
@@ -67,10 +56,11 @@ void check_forward_call(BatchView<const Real> logits, BatchView<Real> R,
     throw Error("forward: logits and R must have the same shape");
   limits::check_batch_shape(logits.batch, logits.n);
   const index_t entries = logits.size();
-  if (overlap(R.data, entries, logits.data, entries))
-    throw Error("forward: R overlaps logits: R needs memory of its own");
-  if (overlap(column_violation, logits.batch, logits.data, entries) ||
-      overlap(column_violation, logits.batch, R.data, entries))
+  const Span input = span_of("logits", logits.data, entries);
+  const Span output = span_of("R", R.data, entries);
+  const Span violation = span_of("column_violation", column_violation, logits.batch);
+  if (overlap(output, input)) throw Error("forward: R overlaps logits: R needs memory of its own");
+  if (overlap(violation, input) || overlap(violation, output))
     throw Error("forward: column_violation overlaps logits or R: it needs memory of its own");
 }
 

@@ -9,7 +9,8 @@
 // (SINKGRAD_WITH_CUDA).
 
 #include "core/backward_problem.hpp"
-#include "solvers/cg_corrected/cg_corrected_math.hpp"
+#include "solvers/cg_corrected/implicit_trust.hpp"
+#include "solvers/common/cg_math.hpp"
 #include "solvers/common/invariant_side.hpp"
 
 namespace sinkgrad::cuda {

@@ -7,7 +7,8 @@
 
 #include "core/backward_problem.hpp"
 #include "core/types.hpp"
-#include "solvers/cg_corrected/cg_corrected_math.hpp"
+#include "solvers/cg_corrected/implicit_trust.hpp"
+#include "solvers/common/cg_math.hpp"
 
 namespace sinkgrad {
 

@@ -9,6 +9,7 @@
 // (rhs_rounding_floor) returns a gradient at rounding level; eliminating the other side would
 // leave that cancellation to the gradient's assembly, at CG's tolerance.
 
+#include "solvers/cg_corrected/implicit_trust.hpp"
 #include "solvers/common/cg_math.hpp"
 #include "solvers/common/implicit_operators.hpp"
 
@@ -26,44 +27,15 @@ SINKGRAD_HD bool cg_corrected_gradient(const Team& team, const Matrices& mats,
          team_project_gradient<Real>(team, mats, project);
 }
 
-// Which matrices `auto` leaves to the exact fallback instead of trusting their corrected
-// implicit gradient (status fallback, the gradient NaN until the fallback writes it):
-// - those whose marginals are farther from one than max_violation (max |r_i - 1|, |c_j - 1|),
-//   not solved;
-// - those whose implicit gradient is smaller than gradient_floor x violation x ||R ⊙ G||
-//   (Frobenius norms): the implicit formulas hold the marginals fixed, so where G lies along the
-//   side the forward left inexact (mHC's copied streams) the implicit gradient vanishes while
-//   the T-step forward's is of the order of the marginals' derivative, which the violation does
-//   not bound (docs/math.md, `auto`).
-// The defaults trust every matrix (cg_corrected).
-template <class Real>
-struct ImplicitTrust {
-  Real max_violation = infinity<Real>();
-  Real gradient_floor = 0;
-};
-
-// auto's defaults: max_violation keeps the corrected formula's error near the violation for G in
-// general position (docs/math.md); gradient_floor sends copied streams to the fallback while
-// random G keeps every ok matrix (float64, n = 2..8, T = 2..20, N(0, 1) and 3 N(0, 1) logits).
-inline constexpr double auto_max_violation = 1e-5;
-inline constexpr double auto_gradient_floor = 1e4;
-
 // Whether ||grad||^2 >= bound^2 weighted_square (weighted_square: ||R ⊙ G||^2, taken before the
 // gradient was written, which on the GPU goes over G); false where a square overflowed, which
 // leaves the matrix to the exact fallback.
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD bool implicit_gradient_above(const Team& team, const Matrices& mats, Real bound,
                                          Real weighted_square) {
-  const int n = team.n();
   const Real square = team.sum([&](Slot s) {
     const auto& grad = mats.grad_row(s);
-    Real sum = 0;
-    SINKGRAD_UNROLL
-    for (int j = 0; j < Team::cap; ++j) {
-      if (j >= n) break;
-      sum = fma_of(grad[j], grad[j], sum);
-    }
-    return sum;
+    return dot_n<Team::cap>(grad, grad, team.n());
   });
   return square >= bound * bound * weighted_square && weighted_square < infinity<Real>();
 }

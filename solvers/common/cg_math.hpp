@@ -123,7 +123,8 @@ SINKGRAD_HD double cg_relative_residual(Real rr, Real bb) {
 }
 
 // ||scale b - A x||^2 (b without its mean with remove_mean, P = 1), x in the scaled units; Ap is
-// overwritten.
+// overwritten. The mean is summed again rather than kept from cg_start: kept, it would be a value
+// live through every iteration of every CG kernel, for a check only cg_plain makes, once.
 template <class Real, class Team, int P, class Operator>
 SINKGRAD_HD Real true_residual_square(const Team& team, const Operator& A,
                                       const CgVector<Team, P>& b, const CgVector<Team, P>& x,
