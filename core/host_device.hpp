@@ -14,6 +14,17 @@
 #define SINKGRAD_HD_OUT_OF_LINE inline
 #endif
 
+// Loop unrolling on the GPU only (a loop over a team's registers must unroll to stay in them).
+#if defined(__CUDA_ARCH__)
+#define SINKGRAD_UNROLL _Pragma("unroll")
+#define SINKGRAD_UNROLL_8 _Pragma("unroll 8")
+#define SINKGRAD_NO_UNROLL _Pragma("unroll 1")
+#else
+#define SINKGRAD_UNROLL
+#define SINKGRAD_UNROLL_8
+#define SINKGRAD_NO_UNROLL
+#endif
+
 namespace sinkgrad::math {
 
 // Overloads that resolve to the same libm / CUDA math functions on host and device.

@@ -16,8 +16,9 @@
 
 #include "core/forward_spec.hpp"
 #include "core/host_device.hpp"
-#include "forward/log_domain.hpp"  // marginal_violation
+#include "forward/log_domain.hpp"  // marginal_violation, write_log_domain_line
 #include "kernels/numeric.hpp"
+#include "kernels/team.hpp"  // StridedView
 
 namespace sinkgrad::math {
 
@@ -207,16 +208,17 @@ SINKGRAD_HD bool convention_forward_matrix(const ConventionForward<Real>& c, con
   } else {
     convention_columns(c, M, lse, f, g, n);
   }
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) R[i * n + j] = exp_of(log_base(c, M, lse, n, i, j) + f[i] + g[j]);
-  const int outer_stride = c.rows_first ? 1 : n;  // the last step's axis: columns or rows
+  // The last step's axis: columns (rows_first) or rows, each line normalised as a whole.
+  const int outer_stride = c.rows_first ? 1 : n;
   const int inner_stride = c.rows_first ? n : 1;
   for (int a = 0; a < n; ++a) {
-    Real* line = R + a * outer_stride;
-    Real sum = 0;
-    for (int k = 0; k < n; ++k) sum += line[k * inner_stride];
-    const Real denominator = c.max_guard ? max_of(sum, c.eps) : sum + c.eps;
-    for (int k = 0; k < n; ++k) line[k * inner_stride] /= denominator;
+    const Real* other = c.rows_first ? f : g;
+    const auto logit = [&](int k) {
+      return c.rows_first ? log_base(c, M, lse, n, k, a) + other[k]
+                          : log_base(c, M, lse, n, a, k) + other[k];
+    };
+    write_log_domain_line<Real>(StridedView<Real>{R + a * outer_stride, inner_stride}, n, logit,
+                                c.rows_first ? g[a] : f[a], c.eps, c.max_guard);
   }
   return true;
 }

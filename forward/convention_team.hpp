@@ -184,11 +184,8 @@ SINKGRAD_HD ForwardOutcome<Real> convention_forward_log_domain(const Team& team,
   const auto& all_g = team.share(g);
   team.sync();  // R may overwrite M: every lane has read the last of M it needs but its row
   team.each([&](Slot s) {
-    Real sum = 0;
-    for (int j = 0; j < n; ++j) sum += exp_of(base.row(s, j) + f[s] + all_g[j]);
-    const Real inverse = Real(1) / (sum + c.eps);
-    const auto& R = mats.R_row(s);
-    for (int j = 0; j < n; ++j) R[j] = exp_of(base.row(s, j) + f[s] + all_g[j]) * inverse;
+    write_log_domain_line<Real, unrolled_cap<Team::cap>>(
+        mats.R_row(s), n, [&](int j) { return base.row(s, j) + all_g[j]; }, f[s], c.eps);
   });
   return forward_violation<Real>(team, mats);
 }

@@ -158,8 +158,8 @@ SINKGRAD_HD void linear_domain_step(const Team& team, const Rows& P, const Colum
 }
 
 // R[j] = value(j) / (sum_k value(k) + eps), j < n: the last step normalised rows, and scaling
-// by the computed sum makes them sum to 1 to rounding (see normalise_rows in
-// forward/log_domain.hpp; eps: the conventions with eps, forward/convention_team.hpp). One
+// by the computed sum makes them sum to 1 to rounding whatever the scale of value (eps: the
+// conventions with eps, forward/convention_team.hpp). One
 // reciprocal per row and a product per entry (an IEEE division per entry cost the GPU about as
 // much as the rest of the epilogue); value is evaluated twice rather than R read back.
 template <class Real, class Team, class Row, class Value>
@@ -245,6 +245,7 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
       const auto& all_f = team.share(f);
       team.each(
           [&](Slot s) { g[s] = negative_logsumexp<Team::cap, Real>(mats.M_col(s), all_f, n); });
+      if (t + 1 == T) break;  // the last row step is R's own normalisation below
       const auto& all_g = team.share(g);
       team.each(
           [&](Slot s) { f[s] = negative_logsumexp<Team::cap, Real>(mats.M_row(s), all_g, n); });
@@ -252,8 +253,8 @@ SINKGRAD_HD ForwardOutcome<Real> sinkhorn_forward_team(const Team& team, const M
     const auto& all_g = team.share(g);
     team.each([&](Slot s) {
       const auto& M = mats.M_row(s);
-      write_normalised_row<Real, Team>(mats.R_row(s), n,
-                                       [&](int j) { return exp_of(M[j] + f[s] + all_g[j]); });
+      write_log_domain_line<Real, unrolled_cap<Team::cap>>(
+          mats.R_row(s), n, [&](int j) { return M[j] + all_g[j]; }, f[s]);
     });
   } else {
     return forward_fail<Real>(team, mats);

@@ -7,7 +7,8 @@
 //     g_j = -logsumexp_i(M_ij + f_i)      (column normalisation)
 //     f_i = -logsumexp_j(M_ij + g_j)      (row normalisation)
 // starting from f = 0. Working with potentials never forms exp(M) itself, so logits of any
-// magnitude stay finite; R = exp(M + f_T + g_T) at the end.
+// magnitude stay finite; R = exp(M + f_T + g_T) at the end, formed as the last row step's softmax
+// (write_log_domain_line).
 
 #include "core/host_device.hpp"
 #include "kernels/numeric.hpp"
@@ -42,23 +43,35 @@ SINKGRAD_HD void sinkhorn_step(const Real* M, const Real* f_prev, Real* g, Real*
   for (int i = 0; i < n; ++i) f[i] = row_potential(M, g, n, i);
 }
 
-// R_ij = exp(M_ij + f_i + g_j).
-template <class Real>
-SINKGRAD_HD void scaled_exponential(const Real* M, const Real* f, const Real* g, int n, Real* R) {
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) R[i * n + j] = exp_of(M[i * n + j] + f[i] + g[j]);
-}
-
-// Divides every row by its sum. exp(M + f + g) carries an absolute exponent error of about
-// eps |M| (f and g are as large as the logits and rounded), so for |M| ~ 1e3 its rows would
-// sum to 1 only within ~1e-4 in float32 (1e-13 in float64). The last Sinkhorn step normalises
-// rows, so R's rows must sum to 1 to rounding whatever the logits' magnitude.
-template <class Real>
-SINKGRAD_HD void normalise_rows(Real* R, int n) {
-  for (int i = 0; i < n; ++i) {
-    Real sum = 0;
-    for (int j = 0; j < n; ++j) sum += R[i * n + j];
-    for (int j = 0; j < n; ++j) R[i * n + j] /= sum;
+// R[k] = exp(L(k) + own) / guard(sum_j exp(L(j) + own)), k < n: a line's last normalisation
+// in the log domain, with L(k) = log B + the other side's potential, own the line's potential
+// from the step before and guard(x) = max(x, eps) (max_guard) or x + eps. Computed as
+// exp(L(k) - top) / guard'(sum_j exp(L(j) - top)), top = max_j L(j), with eps exp(-(top + own))
+// in guard' for eps: for logits past about 1e10 (float32) or 1e20 (float64), L + own is rounded
+// by more than 1 and exp(L + own) overflows or underflows (0 / 0, inf / inf), while this sum is
+// at least 1. Without eps own cancels: the line is the softmax of L. cap: the loops' compile-time
+// bound for a team's registers (unrolled_cap), 0: n, rolled.
+template <class Real, int cap = 0, class Row, class Logit>
+SINKGRAD_HD void write_log_domain_line(const Row& R, int n, const Logit& L, Real own, Real eps = 0,
+                                       bool max_guard = false) {
+  Real top = L(0);
+  SINKGRAD_UNROLL
+  for (int k = 1; k < (cap > 0 ? cap : n); ++k) {
+    if (k >= n) break;
+    top = max_of(top, L(k));
+  }
+  Real sum = 0;
+  SINKGRAD_UNROLL
+  for (int k = 0; k < (cap > 0 ? cap : n); ++k) {
+    if (k >= n) break;
+    sum += exp_of(L(k) - top);
+  }
+  const Real eps_term = eps == Real(0) ? Real(0) : eps * exp_of(-(top + own));
+  const Real inverse = Real(1) / (max_guard ? max_of(sum, eps_term) : sum + eps_term);
+  SINKGRAD_UNROLL
+  for (int k = 0; k < (cap > 0 ? cap : n); ++k) {
+    if (k >= n) break;
+    R[k] = exp_of(L(k) - top) * inverse;
   }
 }
 
@@ -100,9 +113,12 @@ SINKGRAD_HD bool sinkhorn_forward_matrix(const Real* M, int n, int T, Real* R, R
   Real* f = work;
   Real* g = work + n;
   fill(f, n, Real(0));
-  for (int t = 0; t < T; ++t) sinkhorn_step(M, f, g, f, n);
-  scaled_exponential(M, f, g, n, R);
-  normalise_rows(R, n);
+  for (int t = 1; t < T; ++t) sinkhorn_step(M, f, g, f, n);
+  for (int j = 0; j < n; ++j) g[j] = column_potential(M, f, n, j);
+  // The last row step is R's own normalisation.
+  for (int i = 0; i < n; ++i)
+    write_log_domain_line<Real>(
+        R + i * n, n, [&](int j) { return M[i * n + j] + g[j]; }, f[i]);
   return true;
 }
 

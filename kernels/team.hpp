@@ -41,16 +41,6 @@
 
 #include "core/host_device.hpp"
 
-#if defined(__CUDA_ARCH__)
-#define SINKGRAD_UNROLL _Pragma("unroll")
-#define SINKGRAD_UNROLL_8 _Pragma("unroll 8")
-#define SINKGRAD_NO_UNROLL _Pragma("unroll 1")
-#else
-#define SINKGRAD_UNROLL
-#define SINKGRAD_UNROLL_8
-#define SINKGRAD_NO_UNROLL
-#endif
-
 namespace sinkgrad::math {
 
 // Largest n a team handles (two components per lane of a 32-lane warp on the GPU).
@@ -125,6 +115,11 @@ SINKGRAD_HD auto dot_n(const A& a, const X& x, int n, decltype(a[0] * x[0]) star
 // and the loop stays rolled (unrolled to 1024 bodies, a block-team unit took minutes to
 // compile). A macro: written as a function call, the same bound changes the warp teams' code.
 #define SINKGRAD_UNROLL_BOUND(cap, n) ((cap) > ::sinkgrad::math::max_team_n ? (n) : (cap))
+
+// The same bound for a function that unrolls to its template argument cap, or rolls to n where
+// that is 0 (forward/log_domain.hpp's write_log_domain_line).
+template <int cap>
+inline constexpr int unrolled_cap = cap > max_team_n ? 0 : cap;
 
 // The canonical sum of value(0 .. n) (see above), on one thread (no copy of the n values: an
 // array of CpuTeam's cap, 1024, written up to n only, read as maybe uninitialised by GCC 13).
