@@ -1,13 +1,17 @@
 // The CUDA forward against the CPU forward: R, the column violation and the count of invalid
 // matrices, host-resident and device-resident. Skipped without a GPU.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "core/forward_spec.hpp"
 #include "forward/sinkhorn_forward.hpp"
 #include "tests/cuda/parity_support.hpp"
 
@@ -99,6 +103,44 @@ INSTANTIATE_TEST_SUITE_P(BlockTeam, ForwardParity,
                                            std::tuple{100, 20}, std::tuple{100, 200},
                                            std::tuple{1024, 3}),
                          size_name);
+
+// Finite logits up to the largest the type holds, every convention and launcher: the GPU's R is
+// finite wherever the CPU's is (every matrix: tests/library/huge_logits_test.cpp), and the two
+// agree but where potentials rounded to |M| eps decide a near-tie differently.
+template <class Real>
+void check_huge_logits(const char* convention, int n, double scale) {
+  SCOPED_TRACE(std::string(convention) + " n = " + std::to_string(n) +
+               " scale = " + std::to_string(scale));
+  auto rng = make_rng(static_cast<std::uint64_t>(n * 31 + sizeof(Real)));
+  const ForwardSpec spec = make_forward_spec(convention, std::nullopt);
+  const index_t batch = n > 64 ? 16 : 256;
+  const auto M = uniform_batch<Real>(rng, batch, n, -scale, scale);
+  HostBatch<Real> R_cpu(batch, n), R_gpu(batch, n, Real(-7));
+  EXPECT_EQ(sinkhorn_forward<Real>(M.view(), 20, R_cpu.view(), nullptr, Device::cpu, spec), 0);
+  EXPECT_EQ(sinkhorn_forward<Real>(M.view(), 20, R_gpu.view(), nullptr, Device::cuda, spec), 0);
+  const int nn = n * n;
+  index_t differing = 0;
+  for (index_t b = 0; b < batch; ++b) {
+    double worst = 0;
+    for (int k = 0; k < nn; ++k) {
+      const Real g = R_gpu.data()[b * nn + k];
+      ASSERT_TRUE(std::isfinite(g) && g >= 0 && g <= 1) << "matrix " << b << " entry " << k;
+      worst = std::max(worst, std::abs(double(g) - double(R_cpu.data()[b * nn + k])));
+    }
+    differing += worst > 1e-3;
+  }
+  EXPECT_LE(differing, 1 + batch / 100);
+}
+
+TEST(ForwardParity, HugeLogitsGiveAFiniteR) {
+  SINKGRAD_REQUIRE_GPU();
+  for (const char* convention :
+       {"columns_first", "rows_first", "tilekernels", "megatron_main", "magi2", "mhc_triton"})
+    for (int n : {2, 4, 8, 16, 33, 65}) {
+      for (double scale : {1e10, 1e37}) check_huge_logits<float>(convention, n, scale);
+      for (double scale : {1e20, 1e300}) check_huge_logits<double>(convention, n, scale);
+    }
+}
 
 // The synchronous forward reads its count of invalid matrices back through words it keeps and
 // reuses (kernels/cuda/readback.hpp): calls from several threads at once, each with its own

@@ -46,6 +46,25 @@ class Statuses(unittest.TestCase):
         self.assertTrue(torch.isnan(R[1]).all())
         self.assertTrue(torch.isfinite(R[[0, 2, 3]]).all())
 
+    def test_finite_logits_of_any_magnitude_give_a_finite_r(self):
+        # Past 1e10 (float32) / 1e20 (float64) exp(M + f + g) over- or underflowed: NaN R,
+        # no status. Every convention's R is now finite with its last axis normalised.
+        torch.manual_seed(14)
+        for dtype, scales in ((torch.float32, (1e10, 1e30)), (torch.float64, (1e20, 1e300))):
+            for forward in ("columns_first", "rows_first", "tilekernels", "megatron_main",
+                            "magi2", "mhc_triton"):
+                for scale in scales:
+                    M = (torch.rand(64, 4, 4, dtype=dtype) * 2 - 1) * scale
+                    R = sgt.sinkhorn(M, 10, forward=forward)
+                    where = f"{dtype} {forward} {scale:g}"
+                    self.assertTrue(torch.isfinite(R).all(), where)
+                    self.assertTrue(((R >= 0) & (R <= 1)).all(), where)
+                    last = -1 if forward in ("columns_first", "magi2") else -2
+                    sums = R.sum(last)
+                    self.assertTrue((sums <= 1 + 1e-5).all(), where)
+                    if sgt.default_eps(forward) == 0:  # with eps a line sums to s / (s + eps)
+                        self.assertTrue(((sums - 1).abs() <= 1e-5).all(), where)
+
 
 class OnFailure(unittest.TestCase):
     def setUp(self):
