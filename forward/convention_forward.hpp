@@ -211,14 +211,16 @@ SINKGRAD_HD bool convention_forward_matrix(const ConventionForward<Real>& c, con
   // The last step's axis: columns (rows_first) or rows, each line normalised as a whole.
   const int outer_stride = c.rows_first ? 1 : n;
   const int inner_stride = c.rows_first ? n : 1;
+  const Real* other = c.rows_first ? f : g;
   for (int a = 0; a < n; ++a) {
-    const Real* other = c.rows_first ? f : g;
-    const auto logit = [&](int k) {
-      return c.rows_first ? log_base(c, M, lse, n, k, a) + other[k]
-                          : log_base(c, M, lse, n, a, k) + other[k];
-    };
-    write_log_domain_line<Real>(StridedView<Real>{R + a * outer_stride, inner_stride}, n, logit,
-                                c.rows_first ? g[a] : f[a], c.eps, c.max_guard);
+    // The line's logits written first, then normalised in place: log B (a logarithm per entry
+    // for |M| + eps and the softmax base with eps) is evaluated once, not at every pass.
+    const StridedView<Real> line{R + a * outer_stride, inner_stride};
+    for (int k = 0; k < n; ++k)
+      line[k] =
+          (c.rows_first ? log_base(c, M, lse, n, k, a) : log_base(c, M, lse, n, a, k)) + other[k];
+    write_log_domain_line<Real>(
+        line, n, [&](int k) { return line[k]; }, c.rows_first ? g[a] : f[a], c.eps, c.max_guard);
   }
   return true;
 }
