@@ -9,7 +9,8 @@
 //     (blocked, in panels of 8 to 16 columns, for larger n: same arithmetic, other order of the
 //     sums); a pivot that is not > 0 (or NaN) is a failure, as Eigen's NumericalIssue.
 //   - cholesky_rcond: Eigen's LLT::rcond(), i.e. 1 / (||A||_1 * est ||A^-1||_1) with Higham's
-//     estimator (Eigen's rcond_invmatrix_L1_norm_estimate, LAPACK xLACON), step for step.
+//     estimator (Eigen's rcond_invmatrix_L1_norm_estimate, LAPACK xLACON), step for step;
+//     cholesky_conditioned takes its test against 10 n eps, mostly from a cheaper bound.
 //   - jacobi_eigen: cyclic Jacobi rotations instead of Eigen's tridiagonalisation + implicit QR.
 //     Both are backward stable: eigenvalues agree to a few eps * max|lambda|, eigenvectors of
 //     well-separated eigenvalues to rounding. The pseudo-inverse built on it uses the same
@@ -17,8 +18,9 @@
 //     two variants can only arise for an eigenvalue within rounding of the cutoff (it changes
 //     the component of beta along a null vector, which the gradient does not see when that
 //     vector is 1).
-// Cost: Cholesky n^3/3, each of at most 11 solves n^2 for the estimate; Jacobi about
-// 6 sweeps of 4 n^3 (with eigenvectors) until the off-diagonal part is below eps ||A||_F.
+// Cost: Cholesky n^3/3, one solve n^2 for the condition bound (and, where it cannot decide, at
+// most 11 for the estimate); Jacobi about 6 sweeps of 4 n^3 (with eigenvectors) until the
+// off-diagonal part is below eps ||A||_F.
 
 #include "kernels/numeric.hpp"
 
@@ -46,16 +48,24 @@ SINKGRAD_HD bool cholesky_factor(Real* A, int n) {
 // x = (L L^T)^-1 x in place. Each sum subtracts its terms in the order in which the x_j become
 // final (ascending, then descending), so that the team form (direct_team.hpp), where x_j is
 // subtracted from every later component as soon as it is known, does the same operations.
-template <class Real>
+// With comparison = true the same sweeps solve with L's comparison matrix instead (|L_ii| on the
+// diagonal, -|L_ij| off it; L_ii > 0 here): every term is added.
+template <bool comparison = false, class Real>
 SINKGRAD_HD void cholesky_solve(const Real* L, Real* x, int n) {
+  const auto update = [](Real& sum, Real entry, Real x_j) {
+    if constexpr (comparison)
+      sum += abs_of(entry) * x_j;
+    else
+      sum -= entry * x_j;
+  };
   for (int i = 0; i < n; ++i) {
     Real sum = x[i];
-    for (int j = 0; j < i; ++j) sum -= L[i * n + j] * x[j];
+    for (int j = 0; j < i; ++j) update(sum, L[i * n + j], x[j]);
     x[i] = sum / L[i * n + i];
   }
   for (int i = n - 1; i >= 0; --i) {
     Real sum = x[i];
-    for (int j = n - 1; j > i; --j) sum -= L[j * n + i] * x[j];
+    for (int j = n - 1; j > i; --j) update(sum, L[j * n + i], x[j]);
     x[i] = sum / L[i * n + i];
   }
 }
@@ -126,6 +136,42 @@ SINKGRAD_HD Real cholesky_rcond(const Real* L, Real matrix_norm, int n, Real* wo
   const Real alternate_lower_bound = (Real(2) * norm_1(v, n)) / (Real(3) * Real(n));
   const Real inverse_norm = max_of(lower_bound, alternate_lower_bound);
   return inverse_norm == Real(0) ? Real(0) : (Real(1) / inverse_norm) / matrix_norm;
+}
+
+// An upper bound of ||A^-1||_1 for A = L L^T: with C = L's comparison matrix, |L^-1| <= C^-1
+// entrywise (Higham, Accuracy and Stability of Numerical Algorithms, Thm 8.12), so |A^-1| <=
+// C^-T C^-1 and ||A^-1||_1 <= max_i (C^-T C^-1 1)_i: one solve, every term nonnegative, so
+// rounded to a few n eps relative. Within a small factor of ||A^-1||_1 on the Schur matrices of
+// general logits, far above it near a permutation. Not finite where a term is not. work: n.
+template <class Real>
+SINKGRAD_HD Real cholesky_inverse_bound(const Real* L, int n, Real* work) {
+  for (int i = 0; i < n; ++i) work[i] = Real(1);
+  cholesky_solve<true>(L, work, n);
+  Real bound = 0, total = 0;  // total carries a NaN that the largest entry may skip
+  for (int i = 0; i < n; ++i) {
+    raise_to(bound, work[i]);
+    total += work[i];
+  }
+  return is_finite(total) ? bound : total;
+}
+
+// Whether the bound decides cholesky_conditioned: it is within half the threshold, where the
+// estimate, a lower bound of ||A^-1||_1 whose solves err by O(n eps sqrt(cond)) relative there,
+// passes too.
+template <class Real>
+SINKGRAD_HD bool bound_passes(Real inverse_bound, Real matrix_norm, Real threshold) {
+  return matrix_norm > Real(0) && inverse_bound * matrix_norm <= Real(1) / (Real(2) * threshold);
+}
+
+// Whether cholesky_rcond(L, matrix_norm, n, work) >= 10 n eps, the test by which `direct`
+// refuses a factor: the same decision, taken by cholesky_inverse_bound where it can (one solve
+// against the estimate's four to eleven), by the estimate elsewhere (near-permutations,
+// near-singular or non-finite factors, a zero norm). work: 3n Reals.
+template <class Real>
+SINKGRAD_HD bool cholesky_conditioned(const Real* L, Real matrix_norm, int n, Real* work) {
+  const Real threshold = Real(10 * n) * Epsilon<Real>::value;
+  return bound_passes(cholesky_inverse_bound(L, n, work), matrix_norm, threshold) ||
+         cholesky_rcond(L, matrix_norm, n, work) >= threshold;
 }
 
 // Symmetric eigendecomposition A = V diag(lambda) V^T by cyclic Jacobi rotations. A (n x n,

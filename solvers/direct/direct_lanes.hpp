@@ -3,8 +3,9 @@
 // (kernels/lanes.hpp): direct_corrected_team's steps run by a CpuTeam whose Real is
 // Lanes<Real, W>, so each lane gets the bits the scalar team gets for its matrix. Its decisions
 // are taken per matrix with the scalar team: the input check (team_marginals), the pivots (from
-// the factor's diagonal), the condition estimate (team_cholesky_rcond on the lane's factor, its
-// branches are on values; its usual solves done ahead on the lanes, estimate_ahead.hpp) and a
+// the factor's diagonal), the condition test (team_cholesky_conditioned's bound on the lanes; where
+// it cannot decide, team_cholesky_rcond on the lane's factor, its branches are on values; its
+// usual solves done ahead on the lanes, estimate_ahead.hpp) and a
 // finite gradient; a matrix that fails one is left to the caller,
 // which solves it with direct_corrected_team (and so reports its failure status).
 
@@ -66,25 +67,46 @@ unsigned direct_lanes(MatricesOf mats_of, GradientSide project, Lanes<Real, W>* 
   const Pack norm = team_corrected_schur_rows<Pack>(team, lanes_mats, m, L);
   if (!team_cholesky<Pack>(team, L, Lt)) return 0;  // no lane's pivot was positive
 
-  // Per lane: every pivot positive (so its diagonal is), then the estimate on its factor.
+  // Per lane: every pivot positive (so its diagonal is), then cholesky_conditioned's test: the
+  // bound from the comparison solve, done on the lanes, and only where it cannot decide the
+  // estimate on the lane's factor (its usual solves done ahead once one lane needs them).
+  const Real threshold = Real(10 * N) * Epsilon<Real>::value;
+  typename Team::Vec ones;
+  auto bound_line = team.template line<1>();
+  team.each([&](Slot s) { ones[s] = Pack(Real(1)); });
+  team_cholesky_solve<Pack, true>(team, L, Lt, ones, bound_line);
   SolvedAhead<Real, N, W> ahead;
-  solve_ahead(team, L, Lt, ahead);
+  bool solved_ahead = false;
   auto own_L = scalar.template rows<0>();
   auto own_Lt = scalar.template rows<1>();
   unsigned factored = 0;
   for (int w = 0; w < W; ++w) {
     if (!(valid >> w & 1)) continue;
     bool positive = true;
+    Real bound = 0, total = 0;  // team_cholesky_inverse_bound's, of lane w
     scalar.each([&](Slot s) {
       positive = positive && L[s][s.i].v[w] > Real(0);
+      raise_to(bound, bound_line[s.i].v[w]);
+      total += bound_line[s.i].v[w];
+    });
+    if (!positive) continue;
+    const Real matrix_norm = norm.v[w];
+    if (bound_passes(is_finite(total) ? bound : total, matrix_norm, threshold)) {
+      factored |= 1u << w;
+      continue;
+    }
+    if (!solved_ahead) {
+      solve_ahead(team, L, Lt, ahead);
+      solved_ahead = true;
+    }
+    scalar.each([&](Slot s) {
       for (int j = 0; j < N; ++j) {
         own_L[s][j] = L[s][j].v[w];
         own_Lt[s][j] = Lt[s][j].v[w];
       }
     });
     const TeamWithSolvesAhead<Real, N, W> estimating(scalar_work, ahead, w);
-    if (positive && team_cholesky_rcond<Real>(estimating, own_L, own_Lt, norm.v[w]) >=
-                        Real(10 * N) * Epsilon<Real>::value)
+    if (team_cholesky_rcond<Real>(estimating, own_L, own_Lt, matrix_norm) >= threshold)
       factored |= 1u << w;
   }
   if (factored == 0) return 0;

@@ -61,8 +61,7 @@ struct WorkspaceFactor {
     for (int k = 0; k < n * n; ++k) A[k] += Real(1) / Real(n);
     const Real norm = symmetric_norm_1(A, n);
     if (!cholesky_factor(A, n)) return false;
-    if (!(cholesky_rcond(A, norm, n, work + 8 * n) >= Real(10 * n) * Epsilon<Real>::value))
-      return false;
+    if (!cholesky_conditioned(A, norm, n, work + 8 * n)) return false;
     for (int k = 0; k < n; ++k) beta()[k] = b()[k];
     cholesky_solve(A, beta(), n);
     return true;

@@ -5,9 +5,11 @@
 //   S + 11^T/n   lane a forms row a in its private rows (schur_matrix's operations),
 //   Cholesky     right-looking: at step j the pivot is broadcast, column j of L is shared and
 //                every lane updates its row; lane j keeps column j (its column of L),
-//   estimate     Higham's estimator of cholesky_rcond, same steps and decisions, each solve
-//                with L and L^T in n rounds of one broadcast (the new component x_j is
-//                subtracted from every other lane's component as soon as it is final),
+//   condition    cholesky_conditioned: the bound from one solve with L's comparison matrix,
+//                and only where it cannot decide, Higham's estimator of cholesky_rcond, same
+//                steps and decisions; each solve with L and L^T in n rounds of one broadcast
+//                (the new component x_j is subtracted from every other lane's component as
+//                soon as it is final),
 //   beta         the same solve of b, then alpha and the gradient as the CG solvers do.
 //
 // Every entry gets the operations of dense_factorisation.hpp in the same order, so on the CPU
@@ -18,6 +20,7 @@
 
 #include "kernels/team_fail.hpp"
 #include "solvers/common/implicit_operators.hpp"
+#include "solvers/direct/dense_factorisation.hpp"
 
 namespace sinkgrad::math {
 
@@ -113,18 +116,25 @@ SINKGRAD_HD bool team_cholesky(const Team& team, Rows& L, Rows& Lt) {
 
 // x = (L L^T)^-1 x with cholesky_solve's operations: in round j the owner of x_j divides by
 // L_jj and broadcasts it, and every component still open subtracts its term. all[j] receives
-// the solution on every lane.
-template <class Real, class Team, class Rows, class Line>
+// the solution on every lane. With comparison = true, cholesky_solve<true>'s: the solve with
+// L's comparison matrix, every term added.
+template <class Real, bool comparison = false, class Team, class Rows, class Line>
 SINKGRAD_HD void team_cholesky_solve(const Team& team, const Rows& L, const Rows& Lt,
                                      typename Team::Vec& x, Line& all) {
   const int n = team.n();
+  const auto update = [](Real& sum, const Real& entry, const Real& x_j) {
+    if constexpr (comparison)
+      sum += abs_of(entry) * x_j;
+    else
+      sum -= entry * x_j;
+  };
   SINKGRAD_UNROLL
   for (int j = 0; j < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++j) {
     if (j >= n) break;
     const Real x_j = team.broadcast(j, [&](Slot s) { return x[s] / L[s][j]; });
     team.each([&](Slot s) {
       if (s.i == j) x[s] = x_j;
-      if (s.i > j) x[s] -= L[s][j] * x_j;
+      if (s.i > j) update(x[s], L[s][j], x_j);
     });
   }
   SINKGRAD_UNROLL
@@ -134,7 +144,7 @@ SINKGRAD_HD void team_cholesky_solve(const Team& team, const Rows& L, const Rows
     all[j] = x_j;
     team.each([&](Slot s) {
       if (s.i == j) x[s] = x_j;
-      if (s.i < j) x[s] -= Lt[s][j] * x_j;
+      if (s.i < j) update(x[s], Lt[s][j], x_j);
     });
   }
 }
@@ -204,12 +214,41 @@ SINKGRAD_HD Real team_cholesky_rcond(const Team& team, const Rows& L, const Rows
   return inverse_norm == Real(0) ? Real(0) : (Real(1) / inverse_norm) / matrix_norm;
 }
 
+// cholesky_inverse_bound in team form, replicated on every lane (all: the solution).
+template <class Real, class Team, class Rows, class Line>
+SINKGRAD_HD Real team_cholesky_inverse_bound(const Team& team, const Rows& L, const Rows& Lt,
+                                             Line& all) {
+  const int n = team.n();
+  typename Team::Vec x;
+  team.each([&](Slot s) { x[s] = Real(1); });
+  team_cholesky_solve<Real, true>(team, L, Lt, x, all);
+  Real bound = 0, total = 0;
+  SINKGRAD_UNROLL
+  for (int j = 0; j < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++j) {
+    if (j >= n) break;
+    raise_to(bound, all[j]);
+    total += all[j];
+  }
+  return is_finite(total) ? bound : total;
+}
+
+// cholesky_conditioned in team form: the estimate only where the bound cannot decide (the same
+// on every lane of the team).
+template <class Real, class Team, class Rows>
+SINKGRAD_HD bool team_cholesky_conditioned(const Team& team, const Rows& L, const Rows& Lt,
+                                           Real matrix_norm) {
+  const Real threshold = Real(10 * team.n()) * Epsilon<Real>::value;
+  auto all = team.template line<0>();
+  return bound_passes(team_cholesky_inverse_bound<Real>(team, L, Lt, all), matrix_norm,
+                      threshold) ||
+         team_cholesky_rcond<Real>(team, L, Lt, matrix_norm) >= threshold;
+}
+
 // The corrected `direct` solve of one matrix: direct_matrix(..., SchurSystem::corrected, ...).
 // Uses rows<0>() (S, then L) and rows<1>() (the columns of L).
 template <class Real, class Team, class Matrices>
 SINKGRAD_HD MatrixOutcome direct_corrected_team(const Team& team, const Matrices& mats,
                                                 GradientSide project = GradientSide::none) {
-  const int n = team.n();
   TeamMarginals<Team> m;
   if (!team_marginals<Real>(team, mats, m))
     return team_fail<Real>(team, mats, SolveStatus::invalid_input);
@@ -219,7 +258,7 @@ SINKGRAD_HD MatrixOutcome direct_corrected_team(const Team& team, const Matrices
   auto Lt = team.template rows<1>();
   const Real norm = team_corrected_schur_rows<Real>(team, mats, m, L);
   if (!team_cholesky<Real>(team, L, Lt)) return team_fail<Real>(team, mats, SolveStatus::breakdown);
-  if (!(team_cholesky_rcond<Real>(team, L, Lt, norm) >= Real(10 * n) * Epsilon<Real>::value))
+  if (!team_cholesky_conditioned<Real>(team, L, Lt, norm))
     return team_fail<Real>(team, mats, SolveStatus::breakdown);
   auto all_beta = team.template line<1>();
   team_cholesky_solve<Real>(team, L, Lt, beta, all_beta);

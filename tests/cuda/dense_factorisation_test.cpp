@@ -70,6 +70,72 @@ TEST(DenseFactorisation, RcondEqualsEigen) {
   }
 }
 
+// cholesky_conditioned against its definition, cholesky_rcond >= 10 n eps, on factors whose
+// condition straddles that threshold: Q diag(lambda) Q^T with lambda log-spaced over a condition
+// of up to 100 times the threshold's, and L L^T for unit lower triangular L with off-diagonal
+// entries of random sign (where the comparison bound is far above ||A^-1||_1). The bound must lie
+// above ||A^-1||_1 of the rounded factor's L L^T (long double), and both of its outcomes must
+// occur, so that the test sees the bound decide and the estimate decide.
+template <class Real>
+void check_conditioned(int n, int kind, std::mt19937_64& rng, int& by_bound, int& by_estimate) {
+  using Wide = Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic>;
+  std::uniform_real_distribution<double> uniform;
+  std::normal_distribution<double> normal;
+  const double eps = double(math::Epsilon<Real>::value);
+  Eigen::MatrixXd A(n, n);
+  if (kind == 0) {
+    const Eigen::MatrixXd Q =
+        Eigen::HouseholderQR<Eigen::MatrixXd>(Eigen::MatrixXd::NullaryExpr(n, n, [&] {
+          return normal(rng);
+        })).householderQ();
+    const double condition = std::pow(100.0 / (10.0 * n * eps), uniform(rng));
+    Eigen::VectorXd lambda(n);
+    for (int i = 0; i < n; ++i)
+      lambda(i) = std::pow(condition, -(n == 1 ? 0.0 : double(i) / (n - 1)));
+    A = Q * lambda.asDiagonal() * Q.transpose();
+  } else {
+    const double size = 1.5 * uniform(rng);
+    Eigen::MatrixXd L = Eigen::MatrixXd::Identity(n, n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < i; ++j) L(i, j) = (uniform(rng) < 0.5 ? -size : size) * uniform(rng);
+    A = L * L.transpose();
+  }
+  std::vector<Real> S(static_cast<std::size_t>(n) * n), work(3 * static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) S[i * n + j] = static_cast<Real>(0.5 * (A(i, j) + A(j, i)));
+  const Real norm = math::symmetric_norm_1(S.data(), n);
+  if (!math::cholesky_factor(S.data(), n)) return;
+  const Real threshold = Real(10 * n) * math::Epsilon<Real>::value;
+  const bool estimate = math::cholesky_rcond(S.data(), norm, n, work.data()) >= threshold;
+  EXPECT_EQ(math::cholesky_conditioned(S.data(), norm, n, work.data()), estimate);
+  const Real bound = math::cholesky_inverse_bound(S.data(), n, work.data());
+  (math::bound_passes(bound, norm, threshold) ? by_bound : by_estimate) += 1;
+  Wide L = Wide::Zero(n, n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j <= i; ++j) L(i, j) = static_cast<long double>(S[i * n + j]);
+  // Through L^-1 (a triangular solve, accurate to about the condition of L, not of L L^T).
+  const Wide inverse = L.triangularView<Eigen::Lower>().solve(Wide::Identity(n, n));
+  const long double exact = (inverse.transpose() * inverse).cwiseAbs().colwise().sum().maxCoeff();
+  EXPECT_GE(static_cast<long double>(bound) * (1 + 4 * n * eps), exact);
+}
+
+TEST(DenseFactorisation, ConditionedTakesTheEstimatesDecision) {
+  auto rng = make_rng(7);
+  for (int n : {1, 2, 3, 4, 5, 8, 16, 17, 32, 40, 64}) {
+    int by_bound = 0, by_estimate = 0;
+    for (int kind = 0; kind < 2; ++kind)
+      for (int repeat = 0; repeat < 100; ++repeat) {
+        SCOPED_TRACE("n = " + std::to_string(n) + ", kind = " + std::to_string(kind));
+        check_conditioned<float>(n, kind, rng, by_bound, by_estimate);
+        check_conditioned<double>(n, kind, rng, by_bound, by_estimate);
+      }
+    EXPECT_GT(by_bound, 0) << "n = " << n;
+    if (n > 1) {
+      EXPECT_GT(by_estimate, 0) << "n = " << n;
+    }
+  }
+}
+
 // jacobi_eigen (the GPU's plain direct) against its definition, A = V diag(lambda) V^T with
 // V^T V = I to a few n eps, and against Eigen's eigenvalues of the same rounded matrix in
 // double (Weyl: a backward-stable result moves them by at most its backward error): random,
