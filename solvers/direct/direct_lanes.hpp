@@ -67,14 +67,23 @@ unsigned direct_lanes(MatricesOf mats_of, GradientSide project, Lanes<Real, W>* 
   const Pack norm = team_corrected_schur_rows<Pack>(team, lanes_mats, m, L);
   if (!team_cholesky<Pack>(team, L, Lt)) return 0;  // no lane's pivot was positive
 
-  // Per lane: every pivot positive (so its diagonal is), then cholesky_conditioned's test: the
-  // bound from the comparison solve, done on the lanes, and only where it cannot decide the
-  // estimate on the lane's factor (its usual solves done ahead once one lane needs them).
+  // beta and the condition bound's comparison solve in the same rounds, as
+  // direct_corrected_team. Then per lane: every pivot positive (so its diagonal is), then
+  // cholesky_conditioned's test: the bound, and only where it cannot decide the estimate on the
+  // lane's factor (its usual solves done ahead once one lane needs them).
   const Real threshold = Real(10 * N) * Epsilon<Real>::value;
   typename Team::Vec ones;
-  auto bound_line = team.template line<1>();
+  auto bound_line = team.template line<0>();
+  auto all_beta = team.template line<1>();
   team.each([&](Slot s) { ones[s] = Pack(Real(1)); });
-  team_cholesky_solve<Pack, true>(team, L, Lt, ones, bound_line);
+  team_cholesky_solves<Pack>(team, L, Lt, team_solve<false>(beta, all_beta),
+                             team_solve<true>(ones, bound_line));
+  Real bounds[W];  // each lane's, before solve_ahead reuses line<0>
+  for (int w = 0; w < W; ++w) {
+    Real line[N];
+    for (int j = 0; j < N; ++j) line[j] = bound_line[j].v[w];
+    bounds[w] = inverse_bound_of<Real, N>(line, N);
+  }
   SolvedAhead<Real, N, W> ahead;
   bool solved_ahead = false;
   auto own_L = scalar.template rows<0>();
@@ -83,15 +92,10 @@ unsigned direct_lanes(MatricesOf mats_of, GradientSide project, Lanes<Real, W>* 
   for (int w = 0; w < W; ++w) {
     if (!(valid >> w & 1)) continue;
     bool positive = true;
-    Real bound = 0, total = 0;  // team_cholesky_inverse_bound's, of lane w
-    scalar.each([&](Slot s) {
-      positive = positive && L[s][s.i].v[w] > Real(0);
-      raise_to(bound, bound_line[s.i].v[w]);
-      total += bound_line[s.i].v[w];
-    });
+    scalar.each([&](Slot s) { positive = positive && L[s][s.i].v[w] > Real(0); });
     if (!positive) continue;
     const Real matrix_norm = norm.v[w];
-    if (bound_passes(is_finite(total) ? bound : total, matrix_norm, threshold)) {
+    if (bound_passes(bounds[w], matrix_norm, threshold)) {
       factored |= 1u << w;
       continue;
     }
@@ -111,8 +115,6 @@ unsigned direct_lanes(MatricesOf mats_of, GradientSide project, Lanes<Real, W>* 
   }
   if (factored == 0) return 0;
 
-  auto all_beta = team.template line<1>();
-  team_cholesky_solve<Pack>(team, L, Lt, beta, all_beta);
   typename Team::Vec alpha;
   team_schur_alpha<Pack>(team, lanes_mats, true, m, beta, alpha);
   // Their finite tests hold where every lane passes; each lane's is taken below instead.

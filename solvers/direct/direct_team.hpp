@@ -18,6 +18,8 @@
 // counters (registers on the GPU for K = 1); every decision is taken from broadcast or shared
 // values, so the lanes of a team never diverge around a collective call.
 
+#include <type_traits>
+
 #include "kernels/team_fail.hpp"
 #include "solvers/common/implicit_operators.hpp"
 #include "solvers/direct/dense_factorisation.hpp"
@@ -114,16 +116,31 @@ SINKGRAD_HD bool team_cholesky(const Team& team, Rows& L, Rows& Lt) {
   return true;
 }
 
-// x = (L L^T)^-1 x with cholesky_solve's operations: in round j the owner of x_j divides by
-// L_jj and broadcasts it, and every component still open subtracts its term. all[j] receives
-// the solution on every lane. With comparison = true, cholesky_solve<true>'s: the solve with
-// L's comparison matrix, every term added.
-template <class Real, bool comparison = false, class Team, class Rows, class Line>
-SINKGRAD_HD void team_cholesky_solve(const Team& team, const Rows& L, const Rows& Lt,
-                                     typename Team::Vec& x, Line& all) {
+// One right-hand side of team_cholesky_solves: x, distributed like the rows, becomes the
+// solution, which all[j] receives on every lane; comparison: solved with L's comparison matrix
+// (cholesky_solve<true>).
+template <bool comparison, class Vec, class Line>
+struct TeamSolve {
+  static constexpr bool comparison_matrix = comparison;
+  Vec& x;
+  Line& all;
+};
+
+template <bool comparison, class Vec, class Line>
+SINKGRAD_HD TeamSolve<comparison, Vec, Line> team_solve(Vec& x, Line& all) {
+  return {x, all};
+}
+
+// x = (L L^T)^-1 x for each right-hand side, with cholesky_solve's operations: in round j the
+// owner of x_j divides by L_jj and broadcasts it, and every component still open subtracts its
+// term (adds it, for the comparison matrix). The right-hand sides share the rounds, so that
+// their dependent broadcasts overlap; each gets the operations it would get alone.
+template <class Real, class Team, class Rows, class... Solves>
+SINKGRAD_HD void team_cholesky_solves(const Team& team, const Rows& L, const Rows& Lt,
+                                      Solves... solves) {
   const int n = team.n();
-  const auto update = [](Real& sum, const Real& entry, const Real& x_j) {
-    if constexpr (comparison)
+  const auto update = [](const auto& solve, Real& sum, const Real& entry, const Real& x_j) {
+    if constexpr (std::decay_t<decltype(solve)>::comparison_matrix)
       sum += abs_of(entry) * x_j;
     else
       sum -= entry * x_j;
@@ -131,22 +148,37 @@ SINKGRAD_HD void team_cholesky_solve(const Team& team, const Rows& L, const Rows
   SINKGRAD_UNROLL
   for (int j = 0; j < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++j) {
     if (j >= n) break;
-    const Real x_j = team.broadcast(j, [&](Slot s) { return x[s] / L[s][j]; });
-    team.each([&](Slot s) {
-      if (s.i == j) x[s] = x_j;
-      if (s.i > j) update(x[s], L[s][j], x_j);
-    });
+    const Real x_j[] = {team.broadcast(j, [&](Slot s) { return solves.x[s] / L[s][j]; })...};
+    const auto forward = [&](const auto& solve, const Real& value) {
+      team.each([&](Slot s) {
+        if (s.i == j) solve.x[s] = value;
+        if (s.i > j) update(solve, solve.x[s], L[s][j], value);
+      });
+    };
+    int k = 0;
+    (forward(solves, x_j[k++]), ...);
   }
   SINKGRAD_UNROLL
   for (int j = SINKGRAD_UNROLL_BOUND(Team::cap, n) - 1; j >= 0; --j) {
     if (j >= n) continue;
-    const Real x_j = team.broadcast(j, [&](Slot s) { return x[s] / L[s][j]; });
-    all[j] = x_j;
-    team.each([&](Slot s) {
-      if (s.i == j) x[s] = x_j;
-      if (s.i < j) update(x[s], Lt[s][j], x_j);
-    });
+    const Real x_j[] = {team.broadcast(j, [&](Slot s) { return solves.x[s] / L[s][j]; })...};
+    const auto backward = [&](const auto& solve, const Real& value) {
+      solve.all[j] = value;
+      team.each([&](Slot s) {
+        if (s.i == j) solve.x[s] = value;
+        if (s.i < j) update(solve, solve.x[s], Lt[s][j], value);
+      });
+    };
+    int k = 0;
+    (backward(solves, x_j[k++]), ...);
   }
+}
+
+// One right-hand side: team_cholesky_solves with one TeamSolve.
+template <class Real, bool comparison = false, class Team, class Rows, class Line>
+SINKGRAD_HD void team_cholesky_solve(const Team& team, const Rows& L, const Rows& Lt,
+                                     typename Team::Vec& x, Line& all) {
+  team_cholesky_solves<Real>(team, L, Lt, team_solve<comparison>(x, all));
 }
 
 template <class Real, int cap, class Line>
@@ -214,17 +246,13 @@ SINKGRAD_HD Real team_cholesky_rcond(const Team& team, const Rows& L, const Rows
   return inverse_norm == Real(0) ? Real(0) : (Real(1) / inverse_norm) / matrix_norm;
 }
 
-// cholesky_inverse_bound in team form, replicated on every lane (all: the solution).
-template <class Real, class Team, class Rows, class Line>
-SINKGRAD_HD Real team_cholesky_inverse_bound(const Team& team, const Rows& L, const Rows& Lt,
-                                             Line& all) {
-  const int n = team.n();
-  typename Team::Vec x;
-  team.each([&](Slot s) { x[s] = Real(1); });
-  team_cholesky_solve<Real, true>(team, L, Lt, x, all);
+// cholesky_inverse_bound in team form from the comparison solve's solution `all` (replicated,
+// so every lane of the team gets the same bound).
+template <class Real, int cap, class Line>
+SINKGRAD_HD Real inverse_bound_of(const Line& all, int n) {
   Real bound = 0, total = 0;
   SINKGRAD_UNROLL
-  for (int j = 0; j < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++j) {
+  for (int j = 0; j < SINKGRAD_UNROLL_BOUND(cap, n); ++j) {
     if (j >= n) break;
     raise_to(bound, all[j]);
     total += all[j];
@@ -232,15 +260,13 @@ SINKGRAD_HD Real team_cholesky_inverse_bound(const Team& team, const Rows& L, co
   return is_finite(total) ? bound : total;
 }
 
-// cholesky_conditioned in team form: the estimate only where the bound cannot decide (the same
-// on every lane of the team).
+// cholesky_conditioned in team form, given the bound: the estimate only where the bound cannot
+// decide (the same on every lane of the team).
 template <class Real, class Team, class Rows>
 SINKGRAD_HD bool team_cholesky_conditioned(const Team& team, const Rows& L, const Rows& Lt,
-                                           Real matrix_norm) {
+                                           Real matrix_norm, Real inverse_bound) {
   const Real threshold = Real(10 * team.n()) * Epsilon<Real>::value;
-  auto all = team.template line<0>();
-  return bound_passes(team_cholesky_inverse_bound<Real>(team, L, Lt, all), matrix_norm,
-                      threshold) ||
+  return bound_passes(inverse_bound, matrix_norm, threshold) ||
          team_cholesky_rcond<Real>(team, L, Lt, matrix_norm) >= threshold;
 }
 
@@ -258,10 +284,16 @@ SINKGRAD_HD MatrixOutcome direct_corrected_team(const Team& team, const Matrices
   auto Lt = team.template rows<1>();
   const Real norm = team_corrected_schur_rows<Real>(team, mats, m, L);
   if (!team_cholesky<Real>(team, L, Lt)) return team_fail<Real>(team, mats, SolveStatus::breakdown);
-  if (!team_cholesky_conditioned<Real>(team, L, Lt, norm))
-    return team_fail<Real>(team, mats, SolveStatus::breakdown);
+  // beta and the condition bound's comparison solve in the same rounds.
+  typename Team::Vec ones;
+  team.each([&](Slot s) { ones[s] = Real(1); });
   auto all_beta = team.template line<1>();
-  team_cholesky_solve<Real>(team, L, Lt, beta, all_beta);
+  auto all_bound = team.template line<0>();
+  team_cholesky_solves<Real>(team, L, Lt, team_solve<false>(beta, all_beta),
+                             team_solve<true>(ones, all_bound));
+  const Real bound = inverse_bound_of<Real, Team::cap>(all_bound, team.n());
+  if (!team_cholesky_conditioned<Real>(team, L, Lt, norm, bound))
+    return team_fail<Real>(team, mats, SolveStatus::breakdown);
   typename Team::Vec alpha;
   team_schur_alpha<Real>(team, mats, true, m, beta, alpha);
   if (!team_assemble_gradient<Real>(team, mats, alpha, beta) ||
