@@ -142,20 +142,30 @@ SINKGRAD_HD Real cholesky_rcond(const Real* L, Real matrix_norm, int n, Real* wo
 // entrywise (Higham, Accuracy and Stability of Numerical Algorithms, Thm 8.12), so |A^-1| <=
 // C^-T C^-1 and ||A^-1||_1 <= max_i (C^-T C^-1 1)_i: one solve, every term nonnegative, so
 // rounded to a few n eps relative. Within a small factor of ||A^-1||_1 on the Schur matrices of
-// general logits, far above it near a permutation. Not finite where a term is not. work: n.
-template <class Real>
-SINKGRAD_HD Real cholesky_inverse_bound(const Real* L, int n, Real* work) {
-  for (int i = 0; i < n; ++i) work[i] = Real(1);
-  cholesky_solve<true>(L, work, n);
+// general logits, far above it near a permutation.
+// inverse_bound_of: the bound from that solve's solution x, not finite where an entry is not.
+// cap: the loop's compile-time bound for a team's replicated line (unrolled_cap), 0: n, rolled.
+template <class Real, int cap = 0, class Line>
+SINKGRAD_HD Real inverse_bound_of(const Line& x, int n) {
   Real bound = 0, total = 0;  // total carries a NaN that the largest entry may skip
-  for (int i = 0; i < n; ++i) {
-    raise_to(bound, work[i]);
-    total += work[i];
+  SINKGRAD_UNROLL
+  for (int i = 0; i < (cap > 0 ? cap : n); ++i) {
+    if (i >= n) break;
+    raise_to(bound, x[i]);
+    total += x[i];
   }
   return is_finite(total) ? bound : total;
 }
 
-// Whether the bound decides cholesky_conditioned: it is within half the threshold, where the
+// work: n.
+template <class Real>
+SINKGRAD_HD Real cholesky_inverse_bound(const Real* L, int n, Real* work) {
+  for (int i = 0; i < n; ++i) work[i] = Real(1);
+  cholesky_solve<true>(L, work, n);
+  return inverse_bound_of<Real>(work, n);
+}
+
+// Whether the bound decides the condition test: it is within half the threshold, where the
 // estimate, a lower bound of ||A^-1||_1 whose solves err by O(n eps sqrt(cond)) relative there,
 // passes too.
 template <class Real>
@@ -163,15 +173,23 @@ SINKGRAD_HD bool bound_passes(Real inverse_bound, Real matrix_norm, Real thresho
   return matrix_norm > Real(0) && inverse_bound * matrix_norm <= Real(1) / (Real(2) * threshold);
 }
 
-// Whether cholesky_rcond(L, matrix_norm, n, work) >= 10 n eps, the test by which `direct`
-// refuses a factor: the same decision, taken by cholesky_inverse_bound where it can (one solve
-// against the estimate's four to eleven), by the estimate elsewhere (near-permutations,
-// near-singular or non-finite factors, a zero norm). work: 3n Reals.
+// `direct`'s condition test, rcond >= 10 n eps with rcond the estimate of cholesky_rcond: taken
+// from the bound where it can (one solve against the estimate's four to eleven), and only
+// elsewhere (near-permutations, near-singular or non-finite factors, a zero norm) from
+// rcond_estimate(), called then. The same decision either way. Every form of `direct` (this
+// file's, the team's, the CPU lanes') decides through it.
+template <class Real, class Estimate>
+SINKGRAD_HD bool conditioned(Real inverse_bound, Real matrix_norm, int n,
+                             const Estimate& rcond_estimate) {
+  const Real threshold = Real(10 * n) * Epsilon<Real>::value;
+  return bound_passes(inverse_bound, matrix_norm, threshold) || rcond_estimate() >= threshold;
+}
+
+// conditioned() for a factor in a workspace. work: 3n Reals.
 template <class Real>
 SINKGRAD_HD bool cholesky_conditioned(const Real* L, Real matrix_norm, int n, Real* work) {
-  const Real threshold = Real(10 * n) * Epsilon<Real>::value;
-  return bound_passes(cholesky_inverse_bound(L, n, work), matrix_norm, threshold) ||
-         cholesky_rcond(L, matrix_norm, n, work) >= threshold;
+  return conditioned(cholesky_inverse_bound(L, n, work), matrix_norm, n,
+                     [&] { return cholesky_rcond(L, matrix_norm, n, work); });
 }
 
 // Symmetric eigendecomposition A = V diag(lambda) V^T by cyclic Jacobi rotations. A (n x n,

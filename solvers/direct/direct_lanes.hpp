@@ -3,11 +3,11 @@
 // (kernels/lanes.hpp): direct_corrected_team's steps run by a CpuTeam whose Real is
 // Lanes<Real, W>, so each lane gets the bits the scalar team gets for its matrix. Its decisions
 // are taken per matrix with the scalar team: the input check (team_marginals), the pivots (from
-// the factor's diagonal), the condition test (team_cholesky_conditioned's bound on the lanes; where
-// it cannot decide, team_cholesky_rcond on the lane's factor, its branches are on values; its
-// usual solves done ahead on the lanes, estimate_ahead.hpp) and a
-// finite gradient; a matrix that fails one is left to the caller,
-// which solves it with direct_corrected_team (and so reports its failure status).
+// the factor's diagonal), the condition test (conditioned() with the bound solved on the lanes;
+// where it cannot decide, team_cholesky_rcond on the lane's factor, its branches are on values;
+// its usual solves done ahead on the lanes, estimate_ahead.hpp) and a finite gradient; a matrix
+// that fails one is left to the caller, which solves it with direct_corrected_team (and so reports
+// its failure status).
 
 #include "kernels/lanes.hpp"
 #include "solvers/direct/direct_team.hpp"
@@ -69,9 +69,8 @@ unsigned direct_lanes(MatricesOf mats_of, GradientSide project, Lanes<Real, W>* 
 
   // beta and the condition bound's comparison solve in the same rounds, as
   // direct_corrected_team. Then per lane: every pivot positive (so its diagonal is), then
-  // cholesky_conditioned's test: the bound, and only where it cannot decide the estimate on the
-  // lane's factor (its usual solves done ahead once one lane needs them).
-  const Real threshold = Real(10 * N) * Epsilon<Real>::value;
+  // conditioned(): the bound, and only where it cannot decide the estimate on the lane's factor
+  // (its usual solves done ahead once one lane needs them).
   typename Team::Vec ones;
   auto bound_line = team.template line<0>();
   auto all_beta = team.template line<1>();
@@ -82,7 +81,7 @@ unsigned direct_lanes(MatricesOf mats_of, GradientSide project, Lanes<Real, W>* 
   for (int w = 0; w < W; ++w) {
     Real line[N];
     for (int j = 0; j < N; ++j) line[j] = bound_line[j].v[w];
-    bounds[w] = inverse_bound_of<Real, N>(line, N);
+    bounds[w] = inverse_bound_of<Real>(line, N);
   }
   SolvedAhead<Real, N, W> ahead;
   bool solved_ahead = false;
@@ -95,23 +94,21 @@ unsigned direct_lanes(MatricesOf mats_of, GradientSide project, Lanes<Real, W>* 
     scalar.each([&](Slot s) { positive = positive && L[s][s.i].v[w] > Real(0); });
     if (!positive) continue;
     const Real matrix_norm = norm.v[w];
-    if (bound_passes(bounds[w], matrix_norm, threshold)) {
-      factored |= 1u << w;
-      continue;
-    }
-    if (!solved_ahead) {
-      solve_ahead(team, L, Lt, ahead);
-      solved_ahead = true;
-    }
-    scalar.each([&](Slot s) {
-      for (int j = 0; j < N; ++j) {
-        own_L[s][j] = L[s][j].v[w];
-        own_Lt[s][j] = Lt[s][j].v[w];
+    const auto estimate = [&] {
+      if (!solved_ahead) {
+        solve_ahead(team, L, Lt, ahead);
+        solved_ahead = true;
       }
-    });
-    const TeamWithSolvesAhead<Real, N, W> estimating(scalar_work, ahead, w);
-    if (team_cholesky_rcond<Real>(estimating, own_L, own_Lt, matrix_norm) >= threshold)
-      factored |= 1u << w;
+      scalar.each([&](Slot s) {
+        for (int j = 0; j < N; ++j) {
+          own_L[s][j] = L[s][j].v[w];
+          own_Lt[s][j] = Lt[s][j].v[w];
+        }
+      });
+      const TeamWithSolvesAhead<Real, N, W> estimating(scalar_work, ahead, w);
+      return team_cholesky_rcond<Real>(estimating, own_L, own_Lt, matrix_norm);
+    };
+    if (conditioned(bounds[w], matrix_norm, N, estimate)) factored |= 1u << w;
   }
   if (factored == 0) return 0;
 

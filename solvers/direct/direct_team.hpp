@@ -5,12 +5,13 @@
 //   S + 11^T/n   lane a forms row a in its private rows (schur_matrix's operations),
 //   Cholesky     right-looking: at step j the pivot is broadcast, column j of L is shared and
 //                every lane updates its row; lane j keeps column j (its column of L),
-//   condition    cholesky_conditioned: the bound from one solve with L's comparison matrix,
-//                and only where it cannot decide, Higham's estimator of cholesky_rcond, same
-//                steps and decisions; each solve with L and L^T in n rounds of one broadcast
+//   beta, bound  one sweep of team_cholesky_solves for b and for the condition bound's
+//                comparison system, each solve with L and L^T in n rounds of one broadcast
 //                (the new component x_j is subtracted from every other lane's component as
 //                soon as it is final),
-//   beta         the same solve of b, then alpha and the gradient as the CG solvers do.
+//   condition    conditioned(): the bound, and only where it cannot decide Higham's estimator
+//                of cholesky_rcond, same steps and decisions,
+//   gradient     alpha and the gradient as the CG solvers do.
 //
 // Every entry gets the operations of dense_factorisation.hpp in the same order, so on the CPU
 // team the result has the bits of direct_matrix, and on the GPU (built with -fmad=false) too.
@@ -246,30 +247,6 @@ SINKGRAD_HD Real team_cholesky_rcond(const Team& team, const Rows& L, const Rows
   return inverse_norm == Real(0) ? Real(0) : (Real(1) / inverse_norm) / matrix_norm;
 }
 
-// cholesky_inverse_bound in team form from the comparison solve's solution `all` (replicated,
-// so every lane of the team gets the same bound).
-template <class Real, int cap, class Line>
-SINKGRAD_HD Real inverse_bound_of(const Line& all, int n) {
-  Real bound = 0, total = 0;
-  SINKGRAD_UNROLL
-  for (int j = 0; j < SINKGRAD_UNROLL_BOUND(cap, n); ++j) {
-    if (j >= n) break;
-    raise_to(bound, all[j]);
-    total += all[j];
-  }
-  return is_finite(total) ? bound : total;
-}
-
-// cholesky_conditioned in team form, given the bound: the estimate only where the bound cannot
-// decide (the same on every lane of the team).
-template <class Real, class Team, class Rows>
-SINKGRAD_HD bool team_cholesky_conditioned(const Team& team, const Rows& L, const Rows& Lt,
-                                           Real matrix_norm, Real inverse_bound) {
-  const Real threshold = Real(10 * team.n()) * Epsilon<Real>::value;
-  return bound_passes(inverse_bound, matrix_norm, threshold) ||
-         team_cholesky_rcond<Real>(team, L, Lt, matrix_norm) >= threshold;
-}
-
 // The corrected `direct` solve of one matrix: direct_matrix(..., SchurSystem::corrected, ...).
 // Uses rows<0>() (S, then L) and rows<1>() (the columns of L).
 template <class Real, class Team, class Matrices>
@@ -291,8 +268,9 @@ SINKGRAD_HD MatrixOutcome direct_corrected_team(const Team& team, const Matrices
   auto all_bound = team.template line<0>();
   team_cholesky_solves<Real>(team, L, Lt, team_solve<false>(beta, all_beta),
                              team_solve<true>(ones, all_bound));
-  const Real bound = inverse_bound_of<Real, Team::cap>(all_bound, team.n());
-  if (!team_cholesky_conditioned<Real>(team, L, Lt, norm, bound))
+  // The bound and the decision are replicated, so the team decides alike.
+  if (!conditioned(inverse_bound_of<Real, unrolled_cap<Team::cap>>(all_bound, team.n()), norm,
+                   team.n(), [&] { return team_cholesky_rcond<Real>(team, L, Lt, norm); }))
     return team_fail<Real>(team, mats, SolveStatus::breakdown);
   typename Team::Vec alpha;
   team_schur_alpha<Real>(team, mats, true, m, beta, alpha);
