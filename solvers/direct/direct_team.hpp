@@ -28,8 +28,8 @@
 namespace sinkgrad::math {
 
 // The row of S + 11^T/n of each slot into S[s] (all n entries) and ||S + 11^T/n||_1 (on every
-// lane). S_ab = c_a [a == b] - sum_i (R_i,lo / r_i) R_i,hi + 1/n with lo, hi = min, max of a, b:
-// schur_matrix forms the upper triangle and mirrors it, so both triangles carry its rounding.
+// lane). S_ab = c_a [a == b] - sum_i (R_ia R_ib) (1 / r_i) + 1/n, schur_matrix's order: the
+// product of the two entries comes first, so S_ab and S_ba round alike.
 template <class Real, class Team, class Matrices, class Rows>
 SINKGRAD_HD Real team_corrected_schur_rows(const Team& team, const Matrices& mats,
                                            const TeamMarginals<Team>& m, Rows& S) {
@@ -53,7 +53,7 @@ SINKGRAD_HD Real team_corrected_schur_rows(const Team& team, const Matrices& mat
       SINKGRAD_UNROLL
       for (int b = 0; b < SINKGRAD_UNROLL_BOUND(Team::cap, n); ++b) {
         if (b >= n) break;
-        S[s][b] += b <= s.i ? R_i[b] * weight * own : own * weight * R_i[b];
+        S[s][b] += own * R_i[b] * weight;
       }
     });
   }
@@ -98,7 +98,7 @@ SINKGRAD_HD bool team_cholesky(const Team& team, Rows& L, Rows& Lt) {
     const Real pivot = team.broadcast(j, [&](Slot s) { return L[s][j]; });
     if (!any_positive(pivot)) return false;
     const Real diagonal = sqrt_of(pivot);
-    typename Team::Vec column;
+    typename Team::Vec column{};  // {}: GCC cannot see that team.each writes every slot
     team.each([&](Slot s) {
       // Selects, not branches on s.i == j (see CudaTeam::broadcast).
       L[s][j] = s.i == j ? diagonal : s.i > j ? L[s][j] / diagonal : L[s][j];

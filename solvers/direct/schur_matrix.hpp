@@ -16,7 +16,7 @@ SINKGRAD_HD void schur_matrix(SchurSystem system, const Real* R, Marginals<Real>
       Real sum = 0;
       for (int i = 0; i < n; ++i) {
         const Real weight = system == SchurSystem::plain ? Real(1) : Real(1) / m.r[i];
-        sum += R[i * n + a] * weight * R[i * n + b];
+        sum += R[i * n + a] * R[i * n + b] * weight;
       }
       const Real diagonal = system == SchurSystem::plain ? Real(1) : m.c[a];
       S[a * n + b] = (a == b ? diagonal : Real(0)) - sum;
