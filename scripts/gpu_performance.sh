@@ -3,12 +3,17 @@
 # the CUDA parity tests, sinkgrad_bench_cuda, sinkgrad beside the seeds' Triton kernels and
 # torch.linalg.solve (experiments/compare_with_seeds.py), then beside TransformerEngine's fused
 # mHC Sinkhorn at n = 4 (te_vs_sinkgrad_bench.py, step te); each comparison prints its table.
-#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare,te,conventions,carry,ncu]
+#   bash scripts/gpu_performance.sh /tmp/build [tests,bench,compare,te,conventions,carry,ncu,memcheck]
 # The second argument picks steps (one command of the device tool has 10 minutes; conventions,
 # the forward and unrolled of every forward convention, carry, the carry to M alone and
-# cg_corrected with it under tilekernels, and ncu, Nsight Compute's counters of one launch of
+# cg_corrected with it under tilekernels, ncu, Nsight Compute's counters of one launch of
 # each kernel in NCU_SPECS (n:bench name, default the kernels of docs/performance.md's last
-# section), run only when named);
+# section), and memcheck, the whole CUDA suite under compute-sanitizer at the quick sizes, run
+# only when named);
+# tests and memcheck run the suite as gtest shards side by side on the one GPU (TEST_SHARDS,
+# default 4, MEMCHECK_SHARDS, default 8: under memcheck the host side is the bottleneck), each
+# shard stopped after TEST_SECONDS / MEMCHECK_SECONDS (default 540), CUDA_TESTS_FILTER a gtest
+# filter; a shard that fails, is stopped or reports a memory error fails the step;
 # COMPARE_ARGS adds options to compare_with_seeds.py (e.g. "--batch-divisor 4").
 # Full logs go to $OUT when it is set (else to a temporary folder, named at the end).
 set -uo pipefail  # no -e: every step runs; the exit status says whether any failed
@@ -20,9 +25,56 @@ mkdir -p "$logs"
 export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 failed=0
 
+# The CUDA suite in $2 gtest shards at once, each stopped after $3 s, behind the command prefix
+# in the remaining arguments (none, or compute-sanitizer's); one line per shard, the shards' logs
+# joined into $logs/$1.log. Returns 1 when a shard failed, was stopped or found a memory error.
+suite_in_shards() {
+  local name=$1 shards=$2 limit=$3 i code status=0
+  shift 3
+  local pids=()
+  for ((i = 0; i < shards; ++i)); do
+    # shellcheck disable=SC2086
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "$limit" "$@" \
+      "$build/bin/sinkgrad_cuda_tests" ${CUDA_TESTS_FILTER:+--gtest_filter=$CUDA_TESTS_FILTER} \
+      > "$logs/$name.$i.log" 2>&1 &
+    pids+=($!)
+  done
+  : > "$logs/$name.log"
+  for ((i = 0; i < shards; ++i)); do
+    wait "${pids[$i]}"
+    code=$?
+    local log=$logs/$name.$i.log verdict="ok"
+    local ran passed skipped errors
+    ran=$(grep -c '^\[ RUN      \]' "$log")
+    passed=$(grep -c '^\[       OK \]' "$log")
+    skipped=$(grep -c '^\[  SKIPPED \] .* ms)$' "$log")
+    errors=$(sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log")
+    if [ "$code" = 124 ]; then
+      verdict="STOPPED after $limit s in $(grep '^\[ RUN      \]' "$log" | tail -n 1 | cut -c 14-)"
+    elif [ -n "$errors" ] && [ "$errors" != 0 ]; then
+      verdict="$errors MEMORY ERRORS (exit $code)"
+    elif [ "$code" != 0 ]; then
+      verdict="FAILED (exit $code): $(grep '^\[  FAILED  \] .* ms)$' "$log" | cut -c 14- | tr '\n' ' ')"
+    elif [ -z "$errors" ] && [ $# -gt 0 ]; then
+      verdict="no ERROR SUMMARY from $1"
+    fi
+    echo "shard $i of $shards: $ran run, $passed passed, $skipped skipped${errors:+, $errors memory errors}: $verdict"
+    [ "$verdict" = ok ] || status=1
+    { echo "#### shard $i of $shards"; cat "$log"; } >> "$logs/$name.log"
+    rm -f "$log"
+  done
+  return "$status"
+}
+
 if [[ $steps == *,tests,* ]]; then
   echo "== CUDA parity tests"
-  "$build/bin/sinkgrad_cuda_tests" --gtest_brief=1 2>&1 | tee "$logs/cuda_tests.log" || failed=1
+  suite_in_shards cuda_tests "${TEST_SHARDS:-4}" "${TEST_SECONDS:-540}" || failed=1
+fi
+
+if [[ $steps == *,memcheck,* ]]; then
+  echo "== CUDA parity tests under compute-sanitizer memcheck, quick sizes"
+  SINKGRAD_CUDA_TEST_QUICK=1 suite_in_shards memcheck "${MEMCHECK_SHARDS:-8}" \
+    "${MEMCHECK_SECONDS:-540}" compute-sanitizer --tool memcheck --error-exitcode 3 || failed=1
 fi
 
 if [[ $steps == *,bench,* ]]; then  # Google Benchmark's own lines stay in the log

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/gpu_bench_compare.py, gpu_bench_conventions.py, gpu_unrolled_ab_summary.py,
-ncu_source_summary.py and gpu_bench_rounds.sh (on packs of stand-in benches), spawned as
-a user runs them, on small logs and an ncu source page whose answers are worked out by hand."""
+ncu_source_summary.py, gpu_bench_rounds.sh (on packs of stand-in benches) and the tests and
+memcheck steps of gpu_performance.sh (on a stand-in suite and compute-sanitizer), spawned as a
+user runs them, on small logs and an ncu source page whose answers are worked out by hand."""
 import os
 import subprocess
 import sys
@@ -180,6 +181,65 @@ def main():
     check(done.stdout.startswith("2 rounds"), done.stdout)
     check(cells(done.stdout, "cg_corrected/n8/f64")[2:6] ==
           ["2.000", "0.0%", "2.000 / 2.000 / 2.000", "2 of 2"], done.stdout)
+
+    # gpu_performance.sh's tests and memcheck steps on a stand-in build whose suite has two
+    # tests a shard: shard 0 passes one and skips one, shard 1 fails its second, shard 2 hangs
+    # in its second (stopped after TEST_SECONDS); at the quick sizes every shard passes, and the
+    # stand-in compute-sanitizer finds 2 errors in shard 1. A filter is passed on to the suite.
+    build = os.path.join(tmp, "build")
+    os.makedirs(os.path.join(build, "bin"))
+    tools = os.path.join(tmp, "tools")
+    os.makedirs(tools)
+    suite = os.path.join(build, "bin", "sinkgrad_cuda_tests")
+    with open(suite, "w", encoding="utf-8") as f:
+        f.write("#!/bin/sh\n[ $# = 0 ] || [ \"$*\" = '--gtest_filter=Shard0.*' ] || exit 7\n"
+                "i=$GTEST_SHARD_INDEX\n"
+                "echo '[==========] Running 2 tests from 1 test suite.'\n"
+                "echo \"[ RUN      ] Shard$i.First\"\necho \"[       OK ] Shard$i.First (1 ms)\"\n"
+                "echo \"[ RUN      ] Shard$i.Second\"\n"
+                "case $i:${SINKGRAD_CUDA_TEST_QUICK:-0} in\n"
+                "  1:0) echo '[  FAILED  ] Shard1.Second (2 ms)'; "
+                "echo '[  FAILED  ] 1 test, listed below:'; echo '[  FAILED  ] Shard1.Second'; "
+                "exit 1;;\n"
+                "  2:0) exec sleep 20;;\n"
+                "  *) echo \"[  SKIPPED ] Shard$i.Second (0 ms)\";;\nesac\n"
+                "echo '[  PASSED  ] 1 test.'\n")
+    with open(os.path.join(tools, "compute-sanitizer"), "w", encoding="utf-8") as f:
+        f.write("#!/bin/sh\n[ \"$1 $2 $3 $4\" = '--tool memcheck --error-exitcode 3' ] || exit 8\n"
+                "shift 4\n\"$@\"\ncode=$?\nerrors=0\n[ \"$GTEST_SHARD_INDEX\" = 1 ] && errors=2\n"
+                "echo \"========= ERROR SUMMARY: $errors errors\"\n[ $errors = 0 ] || exit 3\n"
+                "exit $code\n")
+    for tool in (suite, os.path.join(tools, "compute-sanitizer")):
+        os.chmod(tool, 0o755)
+
+    def steps(which, out, **env):
+        return subprocess.run(["bash", os.path.join(SCRIPTS, "gpu_performance.sh"), build, which],
+                              capture_output=True, text=True, check=False,
+                              env={**os.environ, "OUT": os.path.join(tmp, out),
+                                   "PATH": tools + os.pathsep + os.environ["PATH"], **env})
+
+    done = steps("tests", "tests_out", TEST_SHARDS="3", TEST_SECONDS="2")
+    lines = [l for l in done.stdout.splitlines() if l.startswith("shard ")]
+    check(done.returncode == 1 and lines == [
+        "shard 0 of 3: 2 run, 1 passed, 1 skipped: ok",
+        "shard 1 of 3: 2 run, 1 passed, 0 skipped: FAILED (exit 1): Shard1.Second (2 ms) ",
+        "shard 2 of 3: 2 run, 1 passed, 0 skipped: STOPPED after 2 s in Shard2.Second"],
+          done.stdout + done.stderr)
+    logs = sorted(os.listdir(os.path.join(tmp, "tests_out")))
+    check(logs == ["cuda_tests.log"], logs)
+    with open(os.path.join(tmp, "tests_out", "cuda_tests.log"), encoding="utf-8") as f:
+        joined = f.read()
+    check(joined.count("#### shard") == 3 and "Shard2.Second" in joined, joined)
+
+    done = steps("memcheck", "memcheck_out", MEMCHECK_SHARDS="2")
+    lines = [l for l in done.stdout.splitlines() if l.startswith("shard ")]
+    check(done.returncode == 1 and lines == [
+        "shard 0 of 2: 2 run, 1 passed, 1 skipped, 0 memory errors: ok",
+        "shard 1 of 2: 2 run, 1 passed, 1 skipped, 2 memory errors: 2 MEMORY ERRORS (exit 3)"],
+          done.stdout + done.stderr)
+    done = steps("tests", "filtered_out", TEST_SHARDS="1", CUDA_TESTS_FILTER="Shard0.*")
+    check(done.returncode == 0 and "shard 0 of 1: 2 run, 1 passed, 1 skipped: ok" in done.stdout,
+          done.stdout + done.stderr)
     print("measurement scripts: ok")
 
 
