@@ -138,13 +138,9 @@ SINKGRAD_HD Real cholesky_rcond(const Real* L, Real matrix_norm, int n, Real* wo
   return inverse_norm == Real(0) ? Real(0) : (Real(1) / inverse_norm) / matrix_norm;
 }
 
-// An upper bound of ||A^-1||_1 for A = L L^T: with C = L's comparison matrix, |L^-1| <= C^-1
-// entrywise (Higham, Accuracy and Stability of Numerical Algorithms, Thm 8.12), so |A^-1| <=
-// C^-T C^-1 and ||A^-1||_1 <= max_i (C^-T C^-1 1)_i: one solve, every term nonnegative, so
-// rounded to a few n eps relative. Within a small factor of ||A^-1||_1 on the Schur matrices of
-// general logits, far above it near a permutation.
-// inverse_bound_of: the bound from that solve's solution x, not finite where an entry is not.
-// cap: the loop's compile-time bound for a team's replicated line (unrolled_cap), 0: n, rolled.
+// cholesky_inverse_bound's last step, shared with the team forms: max_i x_i of the comparison
+// solve's solution x, not finite where an entry is not. cap: the loop's compile-time bound for a
+// team's replicated line (unrolled_cap), 0: n, rolled.
 template <class Real, int cap = 0, class Line>
 SINKGRAD_HD Real inverse_bound_of(const Line& x, int n) {
   Real bound = 0, total = 0;  // total carries a NaN that the largest entry may skip
@@ -157,7 +153,11 @@ SINKGRAD_HD Real inverse_bound_of(const Line& x, int n) {
   return is_finite(total) ? bound : total;
 }
 
-// work: n.
+// An upper bound of ||A^-1||_1 for A = L L^T: with C = L's comparison matrix, |L^-1| <= C^-1
+// entrywise (Higham, Accuracy and Stability of Numerical Algorithms, Thm 8.12), so |A^-1| <=
+// C^-T C^-1 and ||A^-1||_1 <= max_i (C^-T C^-1 1)_i: one solve, every term nonnegative, so
+// rounded to a few n eps relative. Within a small factor of ||A^-1||_1 on the Schur matrices of
+// general logits, far above it near a permutation. work: n.
 template <class Real>
 SINKGRAD_HD Real cholesky_inverse_bound(const Real* L, int n, Real* work) {
   for (int i = 0; i < n; ++i) work[i] = Real(1);

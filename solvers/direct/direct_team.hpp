@@ -98,7 +98,7 @@ SINKGRAD_HD bool team_cholesky(const Team& team, Rows& L, Rows& Lt) {
     const Real pivot = team.broadcast(j, [&](Slot s) { return L[s][j]; });
     if (!any_positive(pivot)) return false;
     const Real diagonal = sqrt_of(pivot);
-    typename Team::Vec column{};  // {}: GCC cannot see that team.each writes every slot
+    typename Team::Vec column{};  // {}: GCC cannot see that share() reads only the n written
     team.each([&](Slot s) {
       // Selects, not branches on s.i == j (see CudaTeam::broadcast).
       L[s][j] = s.i == j ? diagonal : s.i > j ? L[s][j] / diagonal : L[s][j];
