@@ -19,6 +19,7 @@
 #include "core/log_base_chain.hpp"  // through_abs_base
 #include "core/status.hpp"
 #include "forward/convention_forward.hpp"
+#include "solvers/unrolled/replay_tape.hpp"  // normalised_entry
 
 namespace sinkgrad::math {
 
@@ -54,7 +55,7 @@ SINKGRAD_HD void convention_step_back(const ConventionForward<Real>& c, const Re
     for (int k = 0; k < n; ++k) sum += rows ? W[a * n + k] : W[k * n + a];
     for (int k = 0; k < n; ++k) {
       const int i = rows ? a : k, j = rows ? k : a;
-      W[i * n + j] -= exp_of(log_base(c, M, lse, n, i, j) + f[i] + g[j]) * sum;
+      W[i * n + j] -= normalised_entry(log_base(c, M, lse, n, i, j), f[i], g[j], rows) * sum;
     }
   }
 }
@@ -146,7 +147,9 @@ SINKGRAD_HD MatrixOutcome convention_unrolled_matrix(const ConventionForward<Rea
   const Real* g_T = Gp + (T - last_start) * n;
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j)
-      grad[i * n + j] = exp_of(log_base(c, M, lse, n, i, j) + f_T[i] + g_T[j]) * G[i * n + j];
+      grad[i * n + j] =
+          normalised_entry(log_base(c, M, lse, n, i, j), f_T[i], g_T[j], !c.rows_first) *
+          G[i * n + j];
   for (int s = segments - 1; s >= 0; --s) {
     const int start = s * L;
     const int end = start + L < T ? start + L : T;

@@ -113,7 +113,8 @@ struct ConventionLogReplay {
     team.each([&](Slot s) {
       const auto& G = mats.G_row(s);
       const auto& W = mats.grad_row(s);
-      for (int j = 0; j < n; ++j) W[j] = exp_of(base.row(s, j) + f[s] + all_g[j]) * G[j];
+      for (int j = 0; j < n; ++j)
+        W[j] = normalised_entry(base.row(s, j), f[s], all_g[j], true) * G[j];
     });
   }
   template <class AllG>
@@ -124,13 +125,15 @@ struct ConventionLogReplay {
       const auto& W = mats.grad_row(s);
       Real row_sum = 0;
       for (int j = 0; j < n; ++j) row_sum += W[j];
-      for (int j = 0; j < n; ++j) W[j] -= exp_of(base.row(s, j) + f[s] + all_g[j]) * row_sum;
+      for (int j = 0; j < n; ++j)
+        W[j] -= normalised_entry(base.row(s, j), f[s], all_g[j], true) * row_sum;
     });
     if (!team_step_has_columns(c, t)) return;
     for (int j = 0; j < n; ++j) {  // the column one, Y_t = exp(log B + f_{t-1} + g_t)
       const Real column_sum = team.sum([&](Slot s) { return mats.grad_row(s)[j]; });
       team.each([&](Slot s) {
-        mats.grad_row(s)[j] -= exp_of(base.row(s, j) + f_prev[s] + all_g[j]) * column_sum;
+        mats.grad_row(s)[j] -=
+            normalised_entry(base.row(s, j), f_prev[s], all_g[j], false) * column_sum;
       });
     }
   }

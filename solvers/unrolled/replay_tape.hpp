@@ -8,6 +8,17 @@
 
 namespace sinkgrad::math {
 
+// X_ij = exp(log B_ij + f_i + g_j), an entry of the iterate after a row (rows = true) or column
+// normalisation, for the log-domain replays: its exponent summed as the forward summed it, log
+// B + the other side's potential first, then the normalised side's. That sum is at most the
+// logsumexp the potential came from, so the exponent stays <= 0 to rounding even where the
+// potentials are rounded by more than 1 (|M| past about 1e7 in float32, 1e15 in float64); in
+// the other order it overflowed from about 1e10 (float32) and 1e20 (float64) on.
+template <class Real>
+SINKGRAD_HD Real normalised_entry(Real log_b, Real f, Real g, bool rows) {
+  return exp_of(rows ? log_b + g + f : log_b + f + g);
+}
+
 // Workspace (in Reals) for segment length L: checkpoints + one segment of f and g. The last
 // segment runs on from the forward's state, so only the segments before it have a checkpoint
 // (one vector less per side: at T = 20 that keeps the team kernels of the eps forwards at the

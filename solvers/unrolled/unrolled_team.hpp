@@ -143,7 +143,7 @@ struct LogReplay {
       SINKGRAD_UNROLL
       for (int j = 0; j < Team::cap; ++j) {
         if (j >= n) break;
-        W[s][j] = exp_of(M[j] + f[s] + all_g[j]) * G[j];
+        W[s][j] = normalised_entry(M[j], f[s], all_g[j], true) * G[j];
       }
     });
   }
@@ -163,7 +163,7 @@ struct LogReplay {
       SINKGRAD_UNROLL
       for (int j = 0; j < Team::cap; ++j) {
         if (j >= n) break;
-        W[s][j] -= exp_of(M[j] + f[s] + all_g[j]) * row_sum;
+        W[s][j] -= normalised_entry(M[j], f[s], all_g[j], true) * row_sum;
       }
     });
     // Column normalisation Y_t = exp(M + f_{t-1} + g_t): column sums over the team.
@@ -178,7 +178,7 @@ struct LogReplay {
       SINKGRAD_UNROLL
       for (int j = 0; j < Team::cap; ++j) {
         if (j >= n) break;
-        W[s][j] -= exp_of(M[j] + f_prev[s] + all_g[j]) * column_sum[j];
+        W[s][j] -= normalised_entry(M[j], f_prev[s], all_g[j], false) * column_sum[j];
       }
     });
   }
