@@ -133,14 +133,24 @@ void check_huge_logits(const char* convention, int n, double scale) {
   EXPECT_LE(differing, 1 + batch / 100);
 }
 
-TEST(ForwardParity, HugeLogitsGiveAFiniteR) {
-  SINKGRAD_REQUIRE_GPU();
+// check(Real{}, convention, n, scale) for every convention, each n of sizes and the scales past
+// |M| eps = 1 up to the largest each type holds.
+template <class Check>
+void for_each_huge_logits_case(const std::vector<int>& sizes, Check check) {
   for (const char* convention :
        {"columns_first", "rows_first", "tilekernels", "megatron_main", "magi2", "mhc_triton"})
-    for (int n : {2, 4, 8, 16, 33, 65}) {
-      for (double scale : {1e10, 1e37}) check_huge_logits<float>(convention, n, scale);
-      for (double scale : {1e20, 1e300}) check_huge_logits<double>(convention, n, scale);
+    for (int n : sizes) {
+      for (double scale : {1e10, 1e37}) check(float{}, convention, n, scale);
+      for (double scale : {1e20, 1e300}) check(double{}, convention, n, scale);
     }
+}
+
+TEST(ForwardParity, HugeLogitsGiveAFiniteR) {
+  SINKGRAD_REQUIRE_GPU();
+  for_each_huge_logits_case({2, 4, 8, 16, 33, 65},
+                            [](auto real, const char* convention, int n, double scale) {
+                              check_huge_logits<decltype(real)>(convention, n, scale);
+                            });
 }
 
 // The same logits through `unrolled`, whose log-domain replay forms every iterate's entries
@@ -183,12 +193,11 @@ void check_huge_logits_unrolled(const char* convention, int n, double scale) {
 
 TEST(ForwardParity, HugeLogitsGiveAFiniteUnrolledGradient) {
   SINKGRAD_REQUIRE_GPU();
-  for (const char* convention :
-       {"columns_first", "rows_first", "tilekernels", "megatron_main", "magi2", "mhc_triton"})
-    for (int n : quick_mode() ? std::vector<int>{4, 33} : std::vector<int>{2, 4, 8, 16, 33, 65}) {
-      for (double scale : {1e10, 1e37}) check_huge_logits_unrolled<float>(convention, n, scale);
-      for (double scale : {1e20, 1e300}) check_huge_logits_unrolled<double>(convention, n, scale);
-    }
+  for_each_huge_logits_case(
+      quick_mode() ? std::vector<int>{4, 33} : std::vector<int>{2, 4, 8, 16, 33, 65},
+      [](auto real, const char* convention, int n, double scale) {
+        check_huge_logits_unrolled<decltype(real)>(convention, n, scale);
+      });
 }
 
 // The synchronous forward reads its count of invalid matrices back through words it keeps and

@@ -136,6 +136,21 @@ Square log_domain_reference_gradient(const Square& M_in, const Square& G_in, int
   return out;
 }
 
+// The scales of both tests: the first one the linear domain cannot take, where the results are
+// compared with the references; the others past |M| eps = 1, up to the largest the type holds.
+template <class Real>
+std::vector<double> huge_scales() {
+  return sizeof(Real) == 4 ? std::vector<double>{1e2, 1e10, 1e20, 1e37}
+                           : std::vector<double>{1e5, 1e20, 1e100, 1e300};
+}
+
+// Every convention with its eps, and the two that have one also without.
+std::vector<std::pair<std::string, double>> huge_cases() {
+  return {{"columns_first", 0.0}, {"columns_first", 1e-3}, {"rows_first", 0.0},
+          {"rows_first", 1e-3},   {"tilekernels", 1e-6},   {"megatron_main", 1e-6},
+          {"magi2", 0.0},         {"mhc_triton", 1e-8}};
+}
+
 template <class Real>
 class HugeLogits : public ::testing::Test {};
 using Reals = ::testing::Types<float, double>;
@@ -145,12 +160,8 @@ TYPED_TEST(HugeLogits, EveryConventionGivesAFiniteNormalisedR) {
   using Real = TypeParam;
   auto rng = make_rng(sizeof(Real) * 1009);
   const double eps = std::numeric_limits<Real>::epsilon();
-  const std::vector<double> scales = sizeof(Real) == 4
-                                         ? std::vector<double>{1e2, 1e10, 1e20, 1e37}
-                                         : std::vector<double>{1e5, 1e20, 1e100, 1e300};
-  const std::vector<std::pair<std::string, double>> cases = {
-      {"columns_first", 0.0}, {"columns_first", 1e-3}, {"rows_first", 0.0}, {"rows_first", 1e-3},
-      {"tilekernels", 1e-6},  {"megatron_main", 1e-6}, {"magi2", 0.0},      {"mhc_triton", 1e-8}};
+  const std::vector<double> scales = huge_scales<Real>();
+  const auto cases = huge_cases();
   int compared = 0;
   for (const auto& [convention, convention_eps] : cases)
     for (double scale : scales)
@@ -215,12 +226,8 @@ TYPED_TEST(HugeLogits, UnrolledAndAutoGiveAFiniteExactGradient) {
   using Real = TypeParam;
   auto rng = make_rng(sizeof(Real) * 2003);
   const double eps = std::numeric_limits<Real>::epsilon();
-  const std::vector<double> scales = sizeof(Real) == 4
-                                         ? std::vector<double>{1e2, 1e10, 1e20, 1e37}
-                                         : std::vector<double>{1e5, 1e20, 1e100, 1e300};
-  const std::vector<std::pair<std::string, double>> cases = {
-      {"columns_first", 0.0}, {"columns_first", 1e-3}, {"rows_first", 0.0}, {"rows_first", 1e-3},
-      {"tilekernels", 1e-6},  {"megatron_main", 1e-6}, {"magi2", 0.0},      {"mhc_triton", 1e-8}};
+  const std::vector<double> scales = huge_scales<Real>();
+  const auto cases = huge_cases();
   const auto unrolled = SolverRegistry::global().create("unrolled", {});
   const auto automatic = SolverRegistry::global().create("auto", {});
   int compared = 0;
